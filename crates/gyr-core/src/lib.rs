@@ -1,0 +1,42 @@
+//! gyr's event model and trace format: what an event is, how it is laid out in bytes, and how a
+//! trace file stores it.
+//! Every other gyr crate depends on this one; applications link [`gyr`](https://docs.rs/gyr)
+//! instead, and tools that only read traces can use this crate alone.
+//!
+//! This crate provides:
+//! - [`schema`]: [`Schema`], [`Field`] and [`FieldType`], the self-describing event types;
+//! - [`value`]: [`Value`], a decoded field, and the payload encoding;
+//! - [`record`]: the record layout shared by per-thread rings and trace files;
+//! - [`trace`]: the chunked, crash-safe trace file: [`TraceWriter`] and [`TraceReader`];
+//! - [`spec`]: the TOML sensor specification format.
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+pub mod record;
+pub mod schema;
+pub mod spec;
+pub mod trace;
+pub mod value;
+
+pub use record::{RECORD_HEADER_LEN, RecordHeader, RecordRef};
+pub use schema::{Field, FieldType, Schema, SchemaError, TypeId};
+pub use trace::{TraceEnd, TraceHeader, TraceReader, TraceWriter, ThreadInfo};
+pub use value::Value;
+
+/// The name of the built-in event type that reports lost events.
+pub const LOST_EVENT_NAME: &str = "gyr.lost";
+
+/// The schema of `gyr.lost`: `count` events of `thread`, with per-thread sequence numbers
+/// `from..=to`, were dropped because the thread's ring was full (Drop policy).
+pub fn lost_schema(id: TypeId) -> Schema {
+    Schema::new(
+        id,
+        LOST_EVENT_NAME,
+        vec![
+            Field::new("thread", FieldType::U64),
+            Field::new("count", FieldType::U64),
+            Field::new("from", FieldType::U64),
+            Field::new("to", FieldType::U64),
+        ],
+    )
+    .expect("the built-in gyr.lost schema is valid")
+}

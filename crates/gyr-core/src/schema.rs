@@ -1,0 +1,368 @@
+//! Event types: a [`Schema`] names an event type, gives it a numeric id and lists its typed fields.
+//!
+//! # Why schemas travel in the stream
+//!
+//! Like the SDDF record descriptors of Pablo, a schema is written into the trace before the first
+//! record of its type, so a reader needs nothing but the stream to decode it: no header files, no
+//! generated code, no agreement on ids made elsewhere.
+//! Ids are assigned per process at run time; merging traces of several processes maps by name.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The numeric id of an event type within one process (and so within one trace file).
+/// Id 0 is never used.
+pub type TypeId = u32;
+
+/// The longest fixed-size array a field may hold, in elements.
+pub const MAX_ARRAY_LEN: u32 = 1 << 16;
+
+/// The numeric element types an array field may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ScalarType {
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// 32-bit IEEE float.
+    F32,
+    /// 64-bit IEEE float.
+    F64,
+    /// A boolean, one byte, 0 or 1.
+    Bool,
+}
+
+impl ScalarType {
+    /// All scalar types, in the order the spec format lists them.
+    pub const ALL: [ScalarType; 11] = [
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U8,
+        ScalarType::U16,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::Bool,
+    ];
+
+    /// The encoded size in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            ScalarType::I8 | ScalarType::U8 | ScalarType::Bool => 1,
+            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
+        }
+    }
+
+    /// The name used in spec files and displays (`u32`, `f64`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            ScalarType::Bool => "bool",
+        }
+    }
+
+    /// Parses a name such as `u32` (as written by [`ScalarType::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// The type of one field of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum FieldType {
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// 32-bit IEEE float.
+    F32,
+    /// 64-bit IEEE float.
+    F64,
+    /// A boolean, one byte, 0 or 1.
+    Bool,
+    /// A UTF-8 string: a `u32` byte length, then the bytes.
+    Str,
+    /// Raw bytes: a `u32` length, then the bytes.
+    Bytes,
+    /// A fixed-size array of numbers: `len` elements, no length prefix.
+    Array(ScalarType, u32),
+}
+
+impl FieldType {
+    /// The scalar type this field holds, if it is a scalar.
+    pub const fn scalar(self) -> Option<ScalarType> {
+        Some(match self {
+            FieldType::I8 => ScalarType::I8,
+            FieldType::I16 => ScalarType::I16,
+            FieldType::I32 => ScalarType::I32,
+            FieldType::I64 => ScalarType::I64,
+            FieldType::U8 => ScalarType::U8,
+            FieldType::U16 => ScalarType::U16,
+            FieldType::U32 => ScalarType::U32,
+            FieldType::U64 => ScalarType::U64,
+            FieldType::F32 => ScalarType::F32,
+            FieldType::F64 => ScalarType::F64,
+            FieldType::Bool => ScalarType::Bool,
+            FieldType::Str | FieldType::Bytes | FieldType::Array(..) => return None,
+        })
+    }
+
+    /// The field type holding one scalar.
+    pub const fn from_scalar(s: ScalarType) -> Self {
+        match s {
+            ScalarType::I8 => FieldType::I8,
+            ScalarType::I16 => FieldType::I16,
+            ScalarType::I32 => FieldType::I32,
+            ScalarType::I64 => FieldType::I64,
+            ScalarType::U8 => FieldType::U8,
+            ScalarType::U16 => FieldType::U16,
+            ScalarType::U32 => FieldType::U32,
+            ScalarType::U64 => FieldType::U64,
+            ScalarType::F32 => FieldType::F32,
+            ScalarType::F64 => FieldType::F64,
+            ScalarType::Bool => FieldType::Bool,
+        }
+    }
+
+    /// The encoded size in bytes, or `None` for variable-size fields (strings, bytes).
+    pub const fn fixed_size(self) -> Option<usize> {
+        match self {
+            FieldType::Str | FieldType::Bytes => None,
+            FieldType::Array(s, n) => Some(s.size() * n as usize),
+            other => match other.scalar() {
+                Some(s) => Some(s.size()),
+                None => None,
+            },
+        }
+    }
+
+    /// Whether the field holds a number (or an array of numbers) that a chart can plot.
+    pub const fn is_numeric(self) -> bool {
+        !matches!(self, FieldType::Str | FieldType::Bytes | FieldType::Bool)
+    }
+
+    /// Parses a type as written in spec files: `u32`, `f64`, `bool`, `string`, `bytes`,
+    /// `[f64; 8]`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let t = text.trim();
+        match t {
+            "string" | "str" => return Some(FieldType::Str),
+            "bytes" => return Some(FieldType::Bytes),
+            _ => {}
+        }
+        if let Some(s) = ScalarType::from_name(t) {
+            return Some(FieldType::from_scalar(s));
+        }
+        let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+        let (elem, len) = inner.split_once(';')?;
+        let elem = ScalarType::from_name(elem.trim())?;
+        let len: u32 = len.trim().parse().ok()?;
+        if len == 0 || len > MAX_ARRAY_LEN {
+            return None;
+        }
+        Some(FieldType::Array(elem, len))
+    }
+}
+
+impl fmt::Display for FieldType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldType::Str => f.write_str("string"),
+            FieldType::Bytes => f.write_str("bytes"),
+            FieldType::Array(s, n) => write!(f, "[{}; {}]", s.name(), n),
+            other => f.write_str(other.scalar().map(ScalarType::name).unwrap_or("?")),
+        }
+    }
+}
+
+/// One named, typed field of an event type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Field {
+    /// The field's name, unique within its schema.
+    pub name: String,
+    /// The field's type.
+    pub ty: FieldType,
+}
+
+impl Field {
+    /// A field named `name` of type `ty`.
+    pub fn new(name: impl Into<String>, ty: FieldType) -> Self {
+        Field { name: name.into(), ty }
+    }
+}
+
+/// An event type: its id in this process, its name and its fields, in encoding order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schema {
+    /// The id records of this type carry.
+    pub id: TypeId,
+    /// The event type's name, e.g. `work_load`.
+    pub name: String,
+    /// The fields, in the order they are encoded.
+    pub fields: Vec<Field>,
+}
+
+/// Why a schema is not valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The event type has an empty or malformed name.
+    #[error(
+        "event type name `{0}` is not valid: use letters, digits, `_`, `.` and `-`, starting with a letter"
+    )]
+    BadName(String),
+    /// A field has an empty or malformed name.
+    #[error("field name `{field}` of event type `{event}` is not valid: use letters, digits and `_`")]
+    BadFieldName {
+        /// The event type.
+        event: String,
+        /// The field name.
+        field: String,
+    },
+    /// Two fields share a name.
+    #[error("event type `{event}` has two fields named `{field}`: rename one")]
+    DuplicateField {
+        /// The event type.
+        event: String,
+        /// The repeated field name.
+        field: String,
+    },
+    /// Id 0 is reserved.
+    #[error("event type `{0}` has id 0, which is reserved")]
+    ZeroId(String),
+}
+
+fn valid_name(name: &str, extra: &[char]) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || extra.contains(&c))
+        && name.len() <= 128
+}
+
+impl Schema {
+    /// A schema, validated: names well formed, field names unique, id not 0.
+    pub fn new(id: TypeId, name: impl Into<String>, fields: Vec<Field>) -> Result<Self, SchemaError> {
+        let schema = Schema { id, name: name.into(), fields };
+        schema.validate()?;
+        Ok(schema)
+    }
+
+    /// Checks the rules [`Schema::new`] enforces (for schemas read from a stream).
+    pub fn validate(&self) -> Result<(), SchemaError> {
+        if !valid_name(&self.name, &['.', '-']) {
+            return Err(SchemaError::BadName(self.name.clone()));
+        }
+        if self.id == 0 {
+            return Err(SchemaError::ZeroId(self.name.clone()));
+        }
+        for (i, f) in self.fields.iter().enumerate() {
+            if !valid_name(&f.name, &[]) {
+                return Err(SchemaError::BadFieldName { event: self.name.clone(), field: f.name.clone() });
+            }
+            if self.fields[..i].iter().any(|g| g.name == f.name) {
+                return Err(SchemaError::DuplicateField {
+                    event: self.name.clone(),
+                    field: f.name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The payload size when every field is fixed-size, else `None`.
+    pub fn fixed_size(&self) -> Option<usize> {
+        self.fields.iter().map(|f| f.ty.fixed_size()).sum()
+    }
+
+    /// The index of the field named `name`.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    /// Whether `other` describes the same fields (ids may differ).
+    pub fn same_shape(&self, other: &Schema) -> bool {
+        self.name == other.name && self.fields == other.fields
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {{", self.name)?;
+        for (i, field) in self.fields.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(f, "{sep}{}: {}", field.name, field.ty)?;
+        }
+        f.write_str(" }")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_field_types() {
+        assert_eq!(FieldType::parse("u32"), Some(FieldType::U32));
+        assert_eq!(FieldType::parse("string"), Some(FieldType::Str));
+        assert_eq!(FieldType::parse("[f64; 8]"), Some(FieldType::Array(ScalarType::F64, 8)));
+        assert_eq!(FieldType::parse("[f64;0]"), None);
+        assert_eq!(FieldType::parse("[string; 2]"), None);
+        assert_eq!(FieldType::parse("float"), None);
+        for t in ["i8", "u64", "bool", "bytes", "[u8; 3]"] {
+            assert_eq!(FieldType::parse(t).unwrap().to_string(), t);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_schemas() {
+        let f = |n: &str| Field::new(n, FieldType::U8);
+        assert!(matches!(Schema::new(1, "", vec![]), Err(SchemaError::BadName(_))));
+        assert!(matches!(Schema::new(0, "a", vec![]), Err(SchemaError::ZeroId(_))));
+        assert!(matches!(
+            Schema::new(1, "a", vec![f("x"), f("x")]),
+            Err(SchemaError::DuplicateField { .. })
+        ));
+        assert!(matches!(Schema::new(1, "a", vec![f("x y")]), Err(SchemaError::BadFieldName { .. })));
+        assert_eq!(Schema::new(1, "gyr.lost", vec![f("a"), f("b")]).unwrap().fixed_size(), Some(2));
+    }
+}

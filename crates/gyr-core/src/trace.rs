@@ -1,0 +1,837 @@
+//! The trace file: chunked, self-describing and crash-safe.
+//!
+//! # Overview
+//!
+//! One process writes one file. The file is a short preamble followed by chunks; each chunk
+//! carries its length and a CRC-32 of its payload, so a file cut off by a crash or `kill -9`
+//! reads back every complete chunk, and a damaged chunk is detected and skipped rather than
+//! misread. Schemas travel in the stream, before the first record of their type, so a reader
+//! needs nothing but the file. Merging the files of several processes happens when reading.
+//!
+//! # Preamble (16 bytes)
+//!
+//! | offset | size | content |
+//! |---|---|---|
+//! | 0 | 8 | magic `GYRTRACE` |
+//! | 8 | 4 | format version, `u32` LE ([`FORMAT_VERSION`]) |
+//! | 12 | 4 | zero |
+//!
+//! # Chunk
+//!
+//! | offset | size | content |
+//! |---|---|---|
+//! | 0 | 4 | magic `GYRC` |
+//! | 4 | 4 | payload length in bytes, `u32` LE, a multiple of 8 |
+//! | 8 | 4 | CRC-32 (IEEE) of the payload, `u32` LE |
+//! | 12 | 4 | chunk index, from 0, `u32` LE |
+//! | 16 | len | payload: blocks |
+//!
+//! # Block
+//!
+//! | offset | size | content |
+//! |---|---|---|
+//! | 0 | 1 | kind: 1 header, 2 schema, 3 thread, 4 records, 5 end |
+//! | 1 | 3 | zero |
+//! | 4 | 4 | body length, `u32` LE |
+//! | 8 | len | body, then zeros to a multiple of 8 |
+//!
+//! Bodies of kinds 1, 2, 3 and 5 are [`postcard`] encodings of [`TraceHeader`], [`Schema`],
+//! [`ThreadInfo`] and [`TraceEnd`]. A records body is the thread id (`u64` LE) followed by
+//! that thread's records, laid out as [`crate::record`] describes, timestamps in ns.
+//!
+//! Chunk 0 holds exactly one header block. A file closed cleanly ends with an end block;
+//! its absence means the writer did not finish (it was killed, or is still running).
+//!
+//! # Example
+//!
+//! ```
+//! use gyr_core::{Field, FieldType, Schema, TraceHeader, TraceReader, TraceWriter, TraceEnd};
+//! use gyr_core::trace::Item;
+//! let schema = Schema::new(2, "work_load", vec![Field::new("load", FieldType::F64)]).unwrap();
+//! let mut w = TraceWriter::new(Vec::new(), &TraceHeader::for_this_process()).unwrap();
+//! w.schema(&schema).unwrap();
+//! let mut records = Vec::new();
+//! gyr_core::record::push_record(&mut records, 2, 1_000, 1, 0, &0.5f64.to_le_bytes());
+//! w.records(1, &records).unwrap();
+//! let file = w.finish(&TraceEnd::default()).unwrap();
+//!
+//! let mut r = TraceReader::new(std::io::Cursor::new(file)).unwrap();
+//! let mut n = 0;
+//! r.for_each_item(|item| if let Item::Record { schema, .. } = item {
+//!     assert_eq!(schema.unwrap().name, "work_load");
+//!     n += 1;
+//! });
+//! assert_eq!(n, 1);
+//! assert!(r.summary().clean_end);
+//! ```
+
+use crate::record::{RecordRef, Records, stride};
+use crate::schema::{Schema, TypeId};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+/// The file's first eight bytes.
+pub const FILE_MAGIC: [u8; 8] = *b"GYRTRACE";
+/// Each chunk's first four bytes.
+pub const CHUNK_MAGIC: [u8; 4] = *b"GYRC";
+/// The version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of the preamble.
+pub const PREAMBLE_LEN: usize = 16;
+/// Bytes of a chunk header.
+pub const CHUNK_HEADER_LEN: usize = 16;
+/// The largest chunk payload a reader accepts; a larger length means a damaged header.
+pub const MAX_CHUNK_PAYLOAD: usize = 1 << 30;
+/// Chunk payload size at which [`TraceWriter`] closes a chunk by itself: large enough that the
+/// header and checksum cost nothing, small enough that a crash loses little.
+pub const DEFAULT_CHUNK_TARGET: usize = 1 << 20;
+
+const KIND_HEADER: u8 = 1;
+const KIND_SCHEMA: u8 = 2;
+const KIND_THREAD: u8 = 3;
+const KIND_RECORDS: u8 = 4;
+const KIND_END: u8 = 5;
+
+/// What a trace says about the process that wrote it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceHeader {
+    /// Process id.
+    pub pid: u32,
+    /// Host name.
+    pub host: String,
+    /// The command line, program first.
+    pub command_line: Vec<String>,
+    /// Wall-clock time of timestamp 0, in ns since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// The clock timestamps were read from (`tsc`, `monotonic`).
+    pub clock_source: String,
+    /// Clock ticks per second, as calibrated at start-up.
+    pub ticks_per_second: f64,
+    /// Measured fixed cost of one enabled sensor call, in ns (see [`crate::record`]).
+    pub sensor_cost_ns: f64,
+    /// The ring-full policy in force: `block` or `drop`.
+    pub policy: String,
+    /// The gyr version that wrote the file.
+    pub gyr_version: String,
+}
+
+impl TraceHeader {
+    /// A header describing the calling process, with clock fields left at zero.
+    pub fn for_this_process() -> Self {
+        let start_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        TraceHeader {
+            pid: std::process::id(),
+            host: host_name(),
+            command_line: std::env::args().collect(),
+            start_unix_ns,
+            gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
+            ..TraceHeader::default()
+        }
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// A thread that emitted records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// gyr's id for the thread, the one records blocks carry.
+    pub id: u64,
+    /// The thread's name, if it had one.
+    pub name: String,
+    /// The operating system's thread id.
+    pub os_tid: u64,
+}
+
+/// Totals written when a trace is closed cleanly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceEnd {
+    /// Timestamp of the close, ns since process start.
+    pub end_ns: u64,
+    /// Records written to this trace.
+    pub records: u64,
+    /// Events dropped because a ring was full (also reported by `gyr.lost` records).
+    pub lost: u64,
+    /// Events skipped on purpose by rate limits.
+    pub filtered: u64,
+}
+
+/// Writes a trace file: see the [module documentation](self) for the format.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: W,
+    chunk: Vec<u8>,
+    next_index: u32,
+    chunk_target: usize,
+    bytes_written: u64,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Starts a trace on `out`: writes the preamble and the header chunk.
+    pub fn new(out: W, header: &TraceHeader) -> io::Result<Self> {
+        let mut w = TraceWriter {
+            out,
+            chunk: Vec::with_capacity(DEFAULT_CHUNK_TARGET + 4096),
+            next_index: 0,
+            chunk_target: DEFAULT_CHUNK_TARGET,
+            bytes_written: 0,
+        };
+        let mut preamble = [0u8; PREAMBLE_LEN];
+        preamble[..8].copy_from_slice(&FILE_MAGIC);
+        preamble[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        w.out.write_all(&preamble)?;
+        w.bytes_written = PREAMBLE_LEN as u64;
+        w.block(KIND_HEADER, &postcard::to_stdvec(header).map_err(io::Error::other)?);
+        w.flush()?;
+        Ok(w)
+    }
+
+    /// Sets the payload size at which a chunk is closed by itself.
+    pub fn set_chunk_target(&mut self, bytes: usize) {
+        self.chunk_target = bytes.clamp(1, MAX_CHUNK_PAYLOAD / 2);
+    }
+
+    /// Bytes written to the output so far (pending chunk excluded).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    fn block(&mut self, kind: u8, body: &[u8]) {
+        self.block_parts(kind, &[body]);
+    }
+
+    fn block_parts(&mut self, kind: u8, parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.chunk.extend_from_slice(&[kind, 0, 0, 0]);
+        self.chunk.extend_from_slice(&(len as u32).to_le_bytes());
+        for p in parts {
+            self.chunk.extend_from_slice(p);
+        }
+        self.chunk.resize(self.chunk.len() + stride(len) - len, 0);
+    }
+
+    fn maybe_flush_chunk(&mut self) -> io::Result<()> {
+        if self.chunk.len() >= self.chunk_target { self.write_chunk() } else { Ok(()) }
+    }
+
+    /// Records a schema; call before writing the first record of its type.
+    pub fn schema(&mut self, schema: &Schema) -> io::Result<()> {
+        self.block(KIND_SCHEMA, &postcard::to_stdvec(schema).map_err(io::Error::other)?);
+        self.maybe_flush_chunk()
+    }
+
+    /// Records a thread's name and operating-system id.
+    pub fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
+        self.block(KIND_THREAD, &postcard::to_stdvec(info).map_err(io::Error::other)?);
+        self.maybe_flush_chunk()
+    }
+
+    /// Appends records of `thread`, laid out as [`crate::record`] describes (timestamps in ns).
+    pub fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(Records::validate(records).is_ok());
+        self.block_parts(KIND_RECORDS, &[&thread.to_le_bytes(), records]);
+        self.maybe_flush_chunk()
+    }
+
+    fn write_chunk(&mut self) -> io::Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let mut header = [0u8; CHUNK_HEADER_LEN];
+        header[..4].copy_from_slice(&CHUNK_MAGIC);
+        header[4..8].copy_from_slice(&(self.chunk.len() as u32).to_le_bytes());
+        header[8..12].copy_from_slice(&crc32fast::hash(&self.chunk).to_le_bytes());
+        header[12..16].copy_from_slice(&self.next_index.to_le_bytes());
+        self.out.write_all(&header)?;
+        self.out.write_all(&self.chunk)?;
+        self.bytes_written += (CHUNK_HEADER_LEN + self.chunk.len()) as u64;
+        self.next_index += 1;
+        self.chunk.clear();
+        Ok(())
+    }
+
+    /// Closes the pending chunk (if any) and flushes the output, so that everything given so far
+    /// survives a crash of this process.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.write_chunk()?;
+        self.out.flush()
+    }
+
+    /// Writes the end block, flushes, and returns the output.
+    pub fn finish(mut self, end: &TraceEnd) -> io::Result<W> {
+        self.block(KIND_END, &postcard::to_stdvec(end).map_err(io::Error::other)?);
+        self.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Why a trace could not be opened at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path given.
+        path: String,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The file does not start with gyr's magic bytes.
+    #[error("{path} is not a gyr trace (it does not start with `GYRTRACE`); gyr reads the files written by its trace-file sink")]
+    NotATrace {
+        /// The path given.
+        path: String,
+    },
+    /// The file is a trace of a format version this reader does not know.
+    #[error("{path} is a gyr trace of format version {version}; this gyr reads version {FORMAT_VERSION}: use a matching gyr")]
+    UnsupportedVersion {
+        /// The path given.
+        path: String,
+        /// The version found.
+        version: u32,
+    },
+    /// The header chunk is missing or damaged, so nothing can be decoded.
+    #[error("{path}: the header chunk is {what}; without it the trace cannot be read")]
+    BadHeader {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        what: String,
+    },
+}
+
+/// Something wrong found while reading past the header; reading goes on where it can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Damage {
+    /// The file ends inside a chunk: the writer was stopped before finishing it.
+    Truncated {
+        /// The unfinished chunk's index (the one after the last complete chunk).
+        chunk: u32,
+        /// Where it starts in the file.
+        offset: u64,
+        /// How many bytes of it are present.
+        present: u64,
+    },
+    /// A chunk's payload does not match its checksum.
+    BadChecksum {
+        /// The chunk's index.
+        chunk: u32,
+        /// Where it starts in the file.
+        offset: u64,
+    },
+    /// Bytes that should start a chunk do not; the reader skipped to the next valid chunk.
+    Skipped {
+        /// Where the bad bytes start.
+        offset: u64,
+        /// How many bytes were skipped.
+        len: u64,
+    },
+    /// A chunk with a valid checksum holds a block that cannot be decoded.
+    BadBlock {
+        /// The chunk's index.
+        chunk: u32,
+        /// Where the chunk starts in the file.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// Records whose type has no schema in the file (their schema was in a lost chunk).
+    UnknownType {
+        /// The type id.
+        type_id: TypeId,
+        /// How many such records.
+        records: u64,
+    },
+}
+
+impl Damage {
+    /// Whether this is the expected end of a file whose writer was killed or is still writing,
+    /// as opposed to corruption.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self, Damage::Truncated { .. })
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Damage::Truncated { chunk, offset, present } => write!(
+                f,
+                "the file ends inside chunk {chunk} (at byte {offset}, {present} bytes present): \
+                 the writer did not finish it (killed, crashed, or still running)"
+            ),
+            Damage::BadChecksum { chunk, offset } => {
+                write!(f, "chunk {chunk} at byte {offset} is corrupt (checksum mismatch); its records were skipped")
+            }
+            Damage::Skipped { offset, len } => {
+                write!(f, "{len} unreadable bytes at byte {offset} were skipped (no valid chunk starts there)")
+            }
+            Damage::BadBlock { chunk, offset, what } => {
+                write!(f, "chunk {chunk} at byte {offset} holds a malformed block ({what}); the rest of the chunk was skipped")
+            }
+            Damage::UnknownType { type_id, records } => {
+                write!(f, "{records} records of type id {type_id} have no schema in the file and were skipped")
+            }
+        }
+    }
+}
+
+/// What reading a trace found, beyond its records.
+#[derive(Clone, Debug, Default)]
+pub struct ReadSummary {
+    /// Complete, valid chunks read.
+    pub chunks: u64,
+    /// Records read (decodable or not).
+    pub records: u64,
+    /// Whether the file ended with an end block.
+    pub clean_end: bool,
+    /// Everything wrong that was found, in file order.
+    pub damage: Vec<Damage>,
+}
+
+impl ReadSummary {
+    /// Whether anything other than a cut-off tail was found.
+    pub fn is_corrupt(&self) -> bool {
+        self.damage.iter().any(|d| !d.is_cut_off())
+    }
+}
+
+/// One thing found in a trace, in file order.
+#[derive(Debug)]
+pub enum Item<'a> {
+    /// A schema, now known to the reader.
+    Schema(&'a Schema),
+    /// A thread's description.
+    Thread(&'a ThreadInfo),
+    /// A record, with its schema if the file holds one.
+    Record {
+        /// The record's schema (`None` only in damaged files).
+        schema: Option<&'a Schema>,
+        /// The record.
+        record: RecordRef<'a>,
+    },
+    /// The end block of a cleanly closed file.
+    End(&'a TraceEnd),
+}
+
+/// Reads a trace file, recovering every complete, valid chunk.
+#[derive(Debug)]
+pub struct TraceReader<R> {
+    r: R,
+    offset: u64,
+    len: u64,
+    header: TraceHeader,
+    schemas: HashMap<TypeId, Schema>,
+    threads: HashMap<u64, ThreadInfo>,
+    summary: ReadSummary,
+    unknown: HashMap<TypeId, u64>,
+    done: bool,
+}
+
+impl TraceReader<io::BufReader<std::fs::File>> {
+    /// Opens the trace at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|source| OpenError::Io { path: shown.clone(), source })?;
+        TraceReader::new(io::BufReader::with_capacity(1 << 20, file)).map_err(|e| e.with_path(&shown))
+    }
+}
+
+impl OpenError {
+    fn with_path(self, p: &str) -> Self {
+        let path = p.to_owned();
+        match self {
+            OpenError::Io { source, .. } => OpenError::Io { path, source },
+            OpenError::NotATrace { .. } => OpenError::NotATrace { path },
+            OpenError::UnsupportedVersion { version, .. } => OpenError::UnsupportedVersion { path, version },
+            OpenError::BadHeader { what, .. } => OpenError::BadHeader { path, what },
+        }
+    }
+}
+
+/// Reads as many bytes as are there, up to `buf.len()`.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+struct RawChunk {
+    index: u32,
+    offset: u64,
+    payload: Vec<u8>,
+}
+
+enum ChunkRead {
+    Chunk(RawChunk),
+    End,
+}
+
+impl<R: Read + Seek> TraceReader<R> {
+    /// Starts reading a trace from `r`: checks the preamble and reads the header chunk.
+    pub fn new(mut r: R) -> Result<Self, OpenError> {
+        let io_err = |source| OpenError::Io { path: String::from("<input>"), source };
+        let len = r.seek(SeekFrom::End(0)).map_err(io_err)?;
+        r.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let mut pre = [0u8; PREAMBLE_LEN];
+        let n = read_full(&mut r, &mut pre).map_err(io_err)?;
+        if n < 8 || pre[..8] != FILE_MAGIC {
+            return Err(OpenError::NotATrace { path: String::from("<input>") });
+        }
+        if n < PREAMBLE_LEN {
+            return Err(OpenError::BadHeader { path: String::from("<input>"), what: "missing".into() });
+        }
+        let version = u32::from_le_bytes(pre[8..12].try_into().unwrap());
+        if version != FORMAT_VERSION {
+            return Err(OpenError::UnsupportedVersion { path: String::from("<input>"), version });
+        }
+        let mut reader = TraceReader {
+            r,
+            offset: PREAMBLE_LEN as u64,
+            len,
+            header: TraceHeader::default(),
+            schemas: HashMap::new(),
+            threads: HashMap::new(),
+            summary: ReadSummary::default(),
+            unknown: HashMap::new(),
+            done: false,
+        };
+        let bad = |what: &str| OpenError::BadHeader { path: String::from("<input>"), what: what.into() };
+        let chunk = match reader.read_chunk_at_offset().map_err(io_err)? {
+            Ok(c) if c.index == 0 => c,
+            Ok(_) => return Err(bad("missing (the first chunk is not chunk 0)")),
+            Err(Damage::Truncated { .. }) => return Err(bad("incomplete (the writer stopped while writing it)")),
+            Err(_) => return Err(bad("corrupt (checksum mismatch)")),
+        };
+        let body = match parse_blocks(&chunk.payload).next() {
+            Some(Ok((KIND_HEADER, body))) => body,
+            _ => return Err(bad("malformed (no header block)")),
+        };
+        reader.header = postcard::from_bytes(body).map_err(|_| bad("malformed (header does not decode)"))?;
+        reader.summary.chunks = 1;
+        reader.offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
+        Ok(reader)
+    }
+
+    /// The header of the process that wrote the trace.
+    pub fn header(&self) -> &TraceHeader {
+        &self.header
+    }
+
+    /// Schemas seen so far, by id.
+    pub fn schemas(&self) -> &HashMap<TypeId, Schema> {
+        &self.schemas
+    }
+
+    /// Threads seen so far, by gyr thread id.
+    pub fn threads(&self) -> &HashMap<u64, ThreadInfo> {
+        &self.threads
+    }
+
+    /// What was found so far: counts and damage.
+    pub fn summary(&self) -> &ReadSummary {
+        &self.summary
+    }
+
+    /// Reads the chunk starting at `self.offset`. The outer error is an I/O failure; the inner
+    /// one says why the bytes there are not a valid chunk.
+    fn read_chunk_at_offset(&mut self) -> io::Result<Result<RawChunk, Damage>> {
+        let offset = self.offset;
+        self.r.seek(SeekFrom::Start(offset))?;
+        let mut h = [0u8; CHUNK_HEADER_LEN];
+        let n = read_full(&mut self.r, &mut h)?;
+        let index_guess = if n >= 16 { u32::from_le_bytes(h[12..16].try_into().unwrap()) } else { 0 };
+        if n < CHUNK_HEADER_LEN {
+            return Ok(Err(Damage::Truncated { chunk: index_guess, offset, present: n as u64 }));
+        }
+        let len = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+        if h[..4] != CHUNK_MAGIC || len > MAX_CHUNK_PAYLOAD || len % 8 != 0 {
+            return Ok(Err(Damage::Skipped { offset, len: 0 }));
+        }
+        let crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
+        let present = self.len.saturating_sub(offset + CHUNK_HEADER_LEN as u64);
+        if (present as usize) < len {
+            return Ok(Err(Damage::Truncated {
+                chunk: index_guess,
+                offset,
+                present: present + CHUNK_HEADER_LEN as u64,
+            }));
+        }
+        let mut payload = vec![0u8; len];
+        let got = read_full(&mut self.r, &mut payload)?;
+        if got < len {
+            return Ok(Err(Damage::Truncated { chunk: index_guess, offset, present: got as u64 }));
+        }
+        if crc32fast::hash(&payload) != crc {
+            return Ok(Err(Damage::BadChecksum { chunk: index_guess, offset }));
+        }
+        Ok(Ok(RawChunk { index: index_guess, offset, payload }))
+    }
+
+    /// Scans forward from `from` for the next offset holding a valid chunk.
+    fn resync(&mut self, from: u64) -> io::Result<Option<u64>> {
+        let mut pos = from;
+        let mut window = vec![0u8; 1 << 16];
+        while pos + CHUNK_HEADER_LEN as u64 <= self.len {
+            self.r.seek(SeekFrom::Start(pos))?;
+            let n = read_full(&mut self.r, &mut window)?;
+            if n < 4 {
+                break;
+            }
+            let mut i = 0;
+            while i + 4 <= n {
+                if window[i..i + 4] == CHUNK_MAGIC {
+                    let candidate = pos + i as u64;
+                    let saved = self.offset;
+                    self.offset = candidate;
+                    let ok = matches!(self.read_chunk_at_offset()?, Ok(_));
+                    self.offset = saved;
+                    if ok {
+                        return Ok(Some(candidate));
+                    }
+                }
+                i += 8;
+            }
+            pos += (n.saturating_sub(4) as u64).max(8) & !7;
+        }
+        Ok(None)
+    }
+
+    fn next_chunk(&mut self) -> io::Result<ChunkRead> {
+        loop {
+            if self.done || self.offset >= self.len {
+                return Ok(ChunkRead::End);
+            }
+            match self.read_chunk_at_offset()? {
+                Ok(chunk) => {
+                    self.offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
+                    self.summary.chunks += 1;
+                    return Ok(ChunkRead::Chunk(chunk));
+                }
+                Err(damage) => {
+                    let at = self.offset;
+                    // Chunks start on 8-byte boundaries: resume the scan at the next one.
+                    match self.resync(at + 8)? {
+                        Some(next) => {
+                            match damage {
+                                Damage::Skipped { .. } => {
+                                    self.summary.damage.push(Damage::Skipped { offset: at, len: next - at })
+                                }
+                                // A chunk whose end lies beyond a later valid chunk was damaged
+                                // in place, not cut off.
+                                Damage::Truncated { chunk, offset, .. } => {
+                                    self.summary.damage.push(Damage::BadChecksum { chunk, offset })
+                                }
+                                other => self.summary.damage.push(other),
+                            }
+                            self.offset = next;
+                        }
+                        None => {
+                            self.summary.damage.push(match damage {
+                                Damage::Skipped { offset, .. } => {
+                                    Damage::Skipped { offset, len: self.len - offset }
+                                }
+                                other => other,
+                            });
+                            self.done = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f` with every schema, thread, record and end block, in file order, skipping
+    /// damaged chunks (see [`TraceReader::summary`] for what was skipped).
+    ///
+    /// An I/O error while reading ends the walk and is recorded as damage.
+    pub fn for_each_item(&mut self, mut f: impl FnMut(Item<'_>)) {
+        loop {
+            let chunk = match self.next_chunk() {
+                Ok(ChunkRead::Chunk(c)) => c,
+                Ok(ChunkRead::End) => break,
+                Err(e) => {
+                    self.summary.damage.push(Damage::BadBlock {
+                        chunk: 0,
+                        offset: self.offset,
+                        what: format!("read error: {e}"),
+                    });
+                    break;
+                }
+            };
+            for block in parse_blocks(&chunk.payload) {
+                let bad = |what: String| Damage::BadBlock { chunk: chunk.index, offset: chunk.offset, what };
+                let (kind, body) = match block {
+                    Ok(b) => b,
+                    Err(what) => {
+                        self.summary.damage.push(bad(what));
+                        break;
+                    }
+                };
+                match kind {
+                    KIND_SCHEMA => match postcard::from_bytes::<Schema>(body) {
+                        Ok(s) if s.validate().is_ok() => {
+                            let id = s.id;
+                            self.schemas.insert(id, s);
+                            f(Item::Schema(&self.schemas[&id]));
+                        }
+                        _ => self.summary.damage.push(bad("a schema does not decode".into())),
+                    },
+                    KIND_THREAD => match postcard::from_bytes::<ThreadInfo>(body) {
+                        Ok(t) => {
+                            let id = t.id;
+                            self.threads.insert(id, t);
+                            f(Item::Thread(&self.threads[&id]));
+                        }
+                        Err(_) => self.summary.damage.push(bad("a thread block does not decode".into())),
+                    },
+                    KIND_RECORDS => {
+                        let Some(thread) = body.get(..8) else {
+                            self.summary.damage.push(bad("a records block is too short".into()));
+                            continue;
+                        };
+                        let thread = u64::from_le_bytes(thread.try_into().unwrap());
+                        for rec in Records::new(thread, &body[8..]) {
+                            let Ok(record) = rec else {
+                                self.summary.damage.push(bad("a record has an impossible length".into()));
+                                break;
+                            };
+                            self.summary.records += 1;
+                            let schema = self.schemas.get(&record.header.type_id);
+                            if schema.is_none() {
+                                *self.unknown.entry(record.header.type_id).or_default() += 1;
+                            }
+                            f(Item::Record { schema, record });
+                        }
+                    }
+                    KIND_END => match postcard::from_bytes::<TraceEnd>(body) {
+                        Ok(end) => {
+                            self.summary.clean_end = true;
+                            f(Item::End(&end));
+                        }
+                        Err(_) => self.summary.damage.push(bad("the end block does not decode".into())),
+                    },
+                    KIND_HEADER => {}
+                    other => self.summary.damage.push(bad(format!("unknown block kind {other}"))),
+                }
+            }
+        }
+        let mut unknown: Vec<_> = self.unknown.drain().collect();
+        unknown.sort();
+        for (type_id, records) in unknown {
+            self.summary.damage.push(Damage::UnknownType { type_id, records });
+        }
+    }
+}
+
+/// Splits a chunk payload into `(kind, body)` blocks.
+fn parse_blocks(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
+    let mut rest = payload;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() < 8 {
+            rest = &[];
+            return Some(Err("a block header is cut short".into()));
+        }
+        let kind = rest[0];
+        let len = u32::from_le_bytes(rest[4..8].try_into().unwrap()) as usize;
+        if 8 + stride(len) > rest.len() {
+            rest = &[];
+            return Some(Err(format!("a block claims {len} bytes but the chunk has fewer")));
+        }
+        let body = &rest[8..8 + len];
+        rest = &rest[8 + stride(len)..];
+        Some(Ok((kind, body)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::push_record;
+    use crate::schema::{Field, FieldType};
+    use std::io::Cursor;
+
+    fn sample_trace(chunks: usize) -> (Vec<u8>, u64) {
+        let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();
+        let mut w = TraceWriter::new(Vec::new(), &TraceHeader::for_this_process()).unwrap();
+        w.set_chunk_target(1);
+        w.schema(&schema).unwrap();
+        let mut n = 0;
+        for c in 0..chunks {
+            let mut recs = Vec::new();
+            push_record(&mut recs, 2, c as u64, c as u64 + 1, 0, &(c as u64).to_le_bytes());
+            w.records(1, &recs).unwrap();
+            n += 1;
+        }
+        (w.finish(&TraceEnd { records: n, ..TraceEnd::default() }).unwrap(), n)
+    }
+
+    fn count(bytes: Vec<u8>) -> (u64, ReadSummary) {
+        let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
+        let mut n = 0;
+        r.for_each_item(|i| {
+            if let Item::Record { schema: Some(_), .. } = i {
+                n += 1
+            }
+        });
+        (n, r.summary().clone())
+    }
+
+    #[test]
+    fn reads_back_clean_file() {
+        let (bytes, n) = sample_trace(10);
+        let (got, summary) = count(bytes);
+        assert_eq!(got, n);
+        assert!(summary.clean_end);
+        assert!(summary.damage.is_empty());
+    }
+
+    #[test]
+    fn skips_a_corrupt_chunk_and_reads_on() {
+        let (mut bytes, n) = sample_trace(10);
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        let (got, summary) = count(bytes);
+        assert_eq!(got, n - 1);
+        assert!(summary.is_corrupt());
+        assert!(summary.clean_end);
+    }
+
+    #[test]
+    fn rejects_foreign_and_empty_input() {
+        assert!(matches!(TraceReader::new(Cursor::new(b"hello world, not a trace".to_vec())), Err(OpenError::NotATrace { .. })));
+        assert!(matches!(TraceReader::new(Cursor::new(Vec::new())), Err(OpenError::NotATrace { .. })));
+        let (bytes, _) = sample_trace(1);
+        assert!(matches!(TraceReader::new(Cursor::new(bytes[..30].to_vec())), Err(OpenError::BadHeader { .. })));
+        let mut v2 = bytes.clone();
+        v2[8] = 9;
+        assert!(matches!(TraceReader::new(Cursor::new(v2)), Err(OpenError::UnsupportedVersion { version: 9, .. })));
+    }
+}
