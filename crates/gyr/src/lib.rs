@@ -1,1 +1,66 @@
-//! x
+//! On-line monitoring for parallel programs: sensors in the application's code, per-thread
+//! rings, local monitors that drain them into sinks (trace files, memory, channels).
+//! Applications link this crate; tools that only read traces need only `gyr-core`.
+//!
+//! ```
+//! use gyr::Sensor;
+//!
+//! #[derive(Sensor)]
+//! struct WorkLoad { domain: u32, load: f64 }
+//!
+//! let mem = gyr::MemorySink::new();
+//! let rt = gyr::Builder::new().sink(mem.clone()).start().unwrap();
+//! WorkLoad { domain: 3, load: 0.75 }.emit();
+//! rt.shutdown();
+//! assert_eq!(mem.events("work_load").len(), 1);
+//! ```
+//!
+//! This crate provides:
+//! - [`Sensor`] and `#[derive(Sensor)]`: tracing sensors ([`sensor`]);
+//! - [`sample()`] and [`sample_cell`]: sampling sensors ([`sample`](mod@sample));
+//! - [`extended`]: extended sensors that filter or aggregate before emitting;
+//! - [`SensorInstance`]: one individually controlled call site;
+//! - [`control`]: switching sensors on and off and limiting their rate at run time;
+//! - [`Builder`], [`Runtime`], [`init`]: the runtime and its local monitors;
+//! - [`Sink`], [`FileSink`], [`MemorySink`], [`ChannelSink`], [`CallbackSink`]: outputs;
+//! - [`DynamicSensor`], [`load_spec`]: event types defined at run time or in a spec file.
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+mod clock;
+pub mod control;
+mod dynamic;
+pub mod extended;
+mod monitor;
+mod producer;
+mod registry;
+mod ring;
+mod runtime;
+pub mod sample;
+pub mod sensor;
+mod sink;
+mod sync;
+
+pub use clock::now_ns;
+pub use dynamic::{DynamicSensor, LoadSpecError, load_spec};
+pub use registry::{LOST_TYPE_ID, RegisterError, SensorType, schema_by_name, schemas};
+pub use runtime::{
+    Builder, DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS, DEFAULT_POLL_INTERVAL,
+    DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Error, Policy, Runtime, Summary, flush, init,
+};
+pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
+pub use sensor::{Sensor, SensorField, SensorInstance, emit};
+pub use sink::{CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink, StreamItem, StreamMessage};
+
+pub use gyr_core;
+
+/// `#[derive(Sensor)]`: makes a struct an event type. Field types: integers, floats, `bool`,
+/// `String`/`&str`, `Vec<u8>`/`&[u8]`, and arrays of numbers. `#[sensor(name = "...")]` on
+/// the struct renames the event type (default: the struct's name in snake case).
+#[cfg(feature = "derive")]
+pub use gyr_macros::Sensor;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::registry::SensorType;
+    pub use gyr_core::{Field, FieldType};
+}

@@ -1,0 +1,332 @@
+//! Local monitors: the threads that drain the per-thread rings into the sinks.
+//!
+//! # What a local monitor does
+//!
+//! Falcon ran one or more local monitoring threads beside the application, each draining the
+//! event buffers of a group of application threads. gyr's monitors do the same, in passes:
+//! drain each assigned ring in one go, convert timestamps to ns, turn sequence gaps into
+//! `gyr.lost` events, read due sampling sensors, and hand the batch to the sinks.
+//!
+//! A monitor never spins: after a pass that found little, it parks for the poll interval (the
+//! bound on delivery delay). A producer wakes it early when its ring passes half full, or when
+//! it is blocked on a full one.
+//!
+//! # Scaling
+//!
+//! Each monitor measures its lag (the age of the oldest event it drained). When the lag stays
+//! above the limit for several passes, or producers block, another monitor is started (up to the
+//! maximum), takes half of the busiest monitor's rings, and new threads go to the least-loaded
+//! monitor.
+
+use crate::clock::clock;
+use crate::runtime::{RingEntry, Shared, lock};
+use gyr_core::ThreadInfo;
+use gyr_core::record::{RecordHeader, push_record, stride};
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+/// A running monitor, as the runtime sees it.
+#[derive(Debug)]
+pub(crate) struct MonitorSlot {
+    pub(crate) thread: Thread,
+    pub(crate) join: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// Bytes drained per second, smoothed: the monitor's load.
+    pub(crate) load: AtomicU64,
+    /// The last flush request this monitor has completed a pass for.
+    pub(crate) flushed: AtomicU64,
+}
+
+/// The consumer side of one ring; owned by whichever monitor drains the ring.
+#[derive(Debug, Default)]
+pub(crate) struct Consumer {
+    head: usize,
+    /// Every sequence number up to this one has been delivered or reported lost.
+    accounted: u64,
+    announced: bool,
+    blocked_seen: u64,
+}
+
+/// Records drained in one pass, grouped in per-thread blocks.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) blocks: Vec<(u64, Range<usize>)>,
+    pub(crate) threads: Vec<ThreadInfo>,
+    pub(crate) records: u64,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.blocks.clear();
+        self.threads.clear();
+        self.records = 0;
+    }
+}
+
+/// Starts one more local monitor.
+pub(crate) fn spawn(shared: &Arc<Shared>) -> std::io::Result<usize> {
+    let mut monitors = lock(&shared.monitors);
+    let index = monitors.len();
+    let id = shared.next_thread.fetch_add(1, Ordering::Relaxed);
+    let s = shared.clone();
+    let handle = std::thread::Builder::new()
+        .name(format!("gyr-monitor-{index}"))
+        .spawn(move || Monitor::new(s, index, id).run())?;
+    monitors.push(Arc::new(MonitorSlot {
+        thread: handle.thread().clone(),
+        join: std::sync::Mutex::new(Some(handle)),
+        load: AtomicU64::new(0),
+        flushed: AtomicU64::new(0),
+    }));
+    Ok(index)
+}
+
+/// The monitor a new thread should go to: least load, then fewest rings.
+pub(crate) fn least_loaded(shared: &Shared) -> usize {
+    let monitors = lock(&shared.monitors);
+    let rings = lock(&shared.rings);
+    (0..monitors.len())
+        .min_by_key(|&i| {
+            let n = rings.iter().filter(|e| e.monitor() == i).count();
+            (monitors[i].load.load(Ordering::Relaxed), n)
+        })
+        .unwrap_or(0)
+}
+
+struct Monitor {
+    shared: Arc<Shared>,
+    index: usize,
+    info: ThreadInfo,
+    batch: Batch,
+    own: Vec<u8>,
+    own_seq: u64,
+    announced_self: bool,
+    mine: Vec<Arc<RingEntry>>,
+    last_flush: Instant,
+    flushed: u64,
+    lagging_passes: u32,
+    load_window: (Instant, u64),
+}
+
+struct Pass {
+    bytes: usize,
+    busy: bool,
+    lag_ns: u64,
+    blocked: bool,
+}
+
+impl Monitor {
+    fn new(shared: Arc<Shared>, index: usize, id: u64) -> Self {
+        let info = ThreadInfo { id, name: format!("gyr-monitor-{index}"), os_tid: 0 };
+        Monitor {
+            shared,
+            index,
+            info,
+            batch: Batch::default(),
+            own: Vec::new(),
+            own_seq: 0,
+            announced_self: false,
+            mine: Vec::new(),
+            last_flush: Instant::now(),
+            flushed: 0,
+            lagging_passes: 0,
+            load_window: (Instant::now(), 0),
+        }
+    }
+
+    fn run(mut self) {
+        loop {
+            let stopping = self.shared.stopping.load(Ordering::SeqCst);
+            let flush_target = self.shared.flush_requested.load(Ordering::SeqCst);
+            let pass = self.pass();
+            if stopping {
+                // Final drain: until a pass finds nothing (producers may still be finishing).
+                let mut quiet = 0;
+                while quiet < 2 {
+                    if self.pass().bytes == 0 {
+                        quiet += 1;
+                        std::thread::sleep(Duration::from_micros(200));
+                    } else {
+                        quiet = 0;
+                    }
+                }
+                self.flush_sinks();
+                self.complete_flush(u64::MAX);
+                return;
+            }
+            if flush_target > self.flushed || self.last_flush.elapsed() >= self.shared.config.flush_interval {
+                self.flush_sinks();
+            }
+            if flush_target > self.flushed {
+                self.complete_flush(flush_target);
+            }
+            self.scale(&pass);
+            if !pass.busy {
+                std::thread::park_timeout(self.shared.config.poll_interval);
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn flush_sinks(&mut self) {
+        lock(&self.shared.sinks).flush(&self.shared.stats);
+        self.last_flush = Instant::now();
+    }
+
+    fn complete_flush(&mut self, target: u64) {
+        self.flushed = target;
+        let monitors = lock(&self.shared.monitors);
+        monitors[self.index].flushed.store(target, Ordering::SeqCst);
+        let all = monitors.iter().map(|m| m.flushed.load(Ordering::SeqCst)).min().unwrap_or(0);
+        drop(monitors);
+        let (m, cv) = &self.shared.flush_done;
+        let mut done = lock(m);
+        if all > *done {
+            *done = all;
+            cv.notify_all();
+        }
+    }
+
+    /// One pass over this monitor's rings.
+    fn pass(&mut self) -> Pass {
+        let clk = clock();
+        self.mine.clear();
+        self.mine.extend(lock(&self.shared.rings).iter().filter(|e| e.monitor() == self.index).cloned());
+        let mut pass = Pass { bytes: 0, busy: false, lag_ns: 0, blocked: false };
+        let now_ns = clk.now_ns();
+        let mut finished = Vec::new();
+        let mine = std::mem::take(&mut self.mine);
+        for e in &mine {
+            let closed = e.ring.is_closed();
+            let cap = e.ring.capacity();
+            if e.ring.used() > cap / 4 || e.ring.take_wake_request() {
+                pass.busy = true;
+            }
+            let Ok(mut c) = e.consumer.try_lock() else { continue };
+            if !c.announced {
+                self.batch.threads.push(e.info.clone());
+                c.announced = true;
+            }
+            let blocked = e.blocked_ticks.load(Ordering::Relaxed);
+            if blocked != c.blocked_seen {
+                c.blocked_seen = blocked;
+                pass.blocked = true;
+            }
+            // Load the drop mark before draining: see `Ring::last_dropped`.
+            let dropped = e.ring.last_dropped();
+            let start = self.batch.bytes.len();
+            let batch = &mut self.batch;
+            let n = e.ring.drain(&mut c.head, |run| batch.bytes.extend_from_slice(run));
+            pass.bytes += n;
+            let mut at = start;
+            while at < self.batch.bytes.len() {
+                let mut h = RecordHeader::read(&self.batch.bytes[at..]).expect("the ring holds whole records");
+                if h.seq > c.accounted + 1 {
+                    self.lost(e.info.id, c.accounted + 1, h.seq - 1, now_ns);
+                }
+                c.accounted = h.seq;
+                h.timestamp = clk.to_ns(h.timestamp);
+                h.perturbation = clk.ticks_to_ns(h.perturbation);
+                if at == start {
+                    pass.lag_ns = pass.lag_ns.max(now_ns.saturating_sub(h.timestamp));
+                }
+                h.write(&mut self.batch.bytes[at..]);
+                self.batch.records += 1;
+                at += stride(h.len as usize);
+            }
+            if dropped > c.accounted {
+                self.lost(e.info.id, c.accounted + 1, dropped, now_ns);
+                c.accounted = dropped;
+            }
+            if self.batch.bytes.len() > start {
+                self.batch.blocks.push((e.info.id, start..self.batch.bytes.len()));
+            }
+            if closed && e.ring.used() == 0 {
+                finished.push(e.info.id);
+            }
+        }
+        self.mine = mine;
+        if self.index == 0 {
+            let before = self.own.len();
+            crate::sample::run_due(now_ns, &mut self.own, &mut self.own_seq);
+            self.batch.records += gyr_core::record::Records::new(0, &self.own[before..]).count() as u64;
+        }
+        if !self.own.is_empty() {
+            if !self.announced_self {
+                self.batch.threads.push(self.info.clone());
+                self.announced_self = true;
+            }
+            let start = self.batch.bytes.len();
+            self.batch.bytes.extend_from_slice(&self.own);
+            self.batch.blocks.push((self.info.id, start..self.batch.bytes.len()));
+            self.own.clear();
+        }
+        if !self.batch.blocks.is_empty() || !self.batch.threads.is_empty() {
+            lock(&self.shared.sinks).deliver(&self.batch, &self.shared.stats);
+            self.shared.stats.bytes.fetch_add(pass.bytes as u64, Ordering::Relaxed);
+            self.batch.clear();
+        }
+        if !finished.is_empty() {
+            lock(&self.shared.rings).retain(|e| !finished.contains(&e.info.id));
+        }
+        self.update_load(pass.bytes);
+        pass
+    }
+
+    /// Reports `from..=to` of `thread` as lost, as a `gyr.lost` record of this monitor.
+    fn lost(&mut self, thread: u64, from: u64, to: u64, now_ns: u64) {
+        let count = to - from + 1;
+        self.shared.stats.lost.fetch_add(count, Ordering::Relaxed);
+        let mut payload = [0u8; 32];
+        for (i, v) in [thread, count, from, to].into_iter().enumerate() {
+            payload[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        self.own_seq += 1;
+        push_record(&mut self.own, crate::registry::LOST_TYPE_ID, now_ns, self.own_seq, 0, &payload);
+        self.batch.records += 1;
+    }
+
+    fn update_load(&mut self, bytes: usize) {
+        self.load_window.1 += bytes as u64;
+        let elapsed = self.load_window.0.elapsed();
+        if elapsed >= Duration::from_millis(100) {
+            let rate = (self.load_window.1 as f64 / elapsed.as_secs_f64()) as u64;
+            let slot = &lock(&self.shared.monitors)[self.index];
+            let old = slot.load.load(Ordering::Relaxed);
+            slot.load.store((old + rate) / 2, Ordering::Relaxed);
+            self.load_window = (Instant::now(), 0);
+        }
+    }
+
+    /// Starts another monitor when this one keeps falling behind (Falcon's monitor-monitor).
+    fn scale(&mut self, pass: &Pass) {
+        let lagging = pass.lag_ns > self.shared.config.max_lag.as_nanos() as u64 || pass.blocked;
+        self.lagging_passes = if lagging { self.lagging_passes + 1 } else { 0 };
+        if self.lagging_passes < 3 {
+            return;
+        }
+        let count = lock(&self.shared.monitors).len();
+        if count >= self.shared.config.max_monitors {
+            return;
+        }
+        {
+            let mut last = lock(&self.shared.last_spawn);
+            if last.elapsed() < Duration::from_millis(250) {
+                return;
+            }
+            *last = Instant::now();
+        }
+        self.lagging_passes = 0;
+        let Ok(new) = spawn(&self.shared) else { return };
+        // Hand every other ring of this monitor to the new one.
+        let rings = lock(&self.shared.rings);
+        for e in rings.iter().filter(|e| e.monitor() == self.index).skip(1).step_by(2) {
+            e.monitor.store(new, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The application-thread side of the capture path: each thread's buffer and the write path.
+//!
+//! # The sensor hot path
+//!
+//! Check switch (done by the caller), stamp, reserve a slot in this thread's ring, write header
+//! and payload, commit. Nothing here allocates, locks or makes a system call, unless the ring is
+//! full under the Block policy, where the thread waits and the wait is added to its perturbation.
+//!
+//! A thread gets its buffer on its first event while a runtime runs, and gives it back when it
+//! exits: the ring is marked closed, and its monitor drains it and forgets it.
+
+use crate::clock::{Clock, clock};
+use crate::registry::Limits;
+use crate::ring::{Reserve, Reservation, Ring};
+use crate::runtime::{self, Policy, RingEntry, Shared};
+use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// One thread's attachment to the running runtime.
+pub(crate) struct ThreadBuffer {
+    epoch: u64,
+    entry: Arc<RingEntry>,
+    shared: Arc<Shared>,
+    producer: crate::ring::Producer,
+    clock: &'static Clock,
+    seq: u64,
+    perturbation: u64,
+    policy: Policy,
+    /// Per-thread counters for every-Nth rate limits, by the address of the limits.
+    nth: HashMap<usize, u64>,
+}
+
+impl Drop for ThreadBuffer {
+    fn drop(&mut self) {
+        self.entry.ring.close();
+        self.shared.wake_monitor(self.entry.monitor());
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
+}
+
+/// Records one event of type `id` with a payload of `len` bytes written by `encode`.
+#[inline]
+pub(crate) fn record(id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
+    with_buffer(|b| b.write(id, len, encode));
+}
+
+/// As [`record`], after the rate limits in `limits` admit the event.
+pub(crate) fn record_limited(limits: &Limits, id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
+    with_buffer(|b| {
+        let nth = limits.every_nth.load(Ordering::Relaxed);
+        if nth > 1 {
+            let key = limits as *const Limits as usize;
+            let c = b.nth.entry(key).or_insert(0);
+            let admit = *c % nth == 0;
+            *c += 1;
+            if !admit {
+                limits.skipped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        if !limits.admit_at(b.clock.now_ns()) {
+            limits.skipped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        b.write(id, len, encode)
+    });
+}
+
+#[inline(always)]
+fn with_buffer(f: impl FnOnce(&mut ThreadBuffer)) {
+    let ok = LOCAL.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            // A sensor fired while this thread was inside gyr (from a `Drop` or a sampling
+            // closure): count it rather than recurse.
+            runtime::count_unrecorded();
+            return;
+        };
+        let epoch = runtime::EPOCH.load(Ordering::Relaxed);
+        match &mut *slot {
+            Some(b) if b.epoch == epoch => f(b),
+            _ => {
+                if let Some(b) = attach(&mut slot, epoch) {
+                    f(b)
+                }
+            }
+        }
+    });
+    if ok.is_err() {
+        // The thread is exiting and its buffer is gone.
+        runtime::count_unrecorded();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn attach(slot: &mut Option<ThreadBuffer>, epoch: u64) -> Option<&mut ThreadBuffer> {
+    // Drop an old attachment first: it closes the old runtime's ring.
+    *slot = None;
+    let shared = runtime::current()?;
+    if shared.epoch != epoch {
+        return None;
+    }
+    let entry = shared.register_thread();
+    let policy = shared.config.policy;
+    let producer = entry.ring.producer();
+    *slot = Some(ThreadBuffer {
+        epoch,
+        entry,
+        shared,
+        producer,
+        clock: clock(),
+        seq: 0,
+        perturbation: 0,
+        policy,
+        nth: HashMap::new(),
+    });
+    slot.as_mut()
+}
+
+impl ThreadBuffer {
+    #[inline(always)]
+    fn write(&mut self, type_id: u32, payload_len: usize, encode: impl FnOnce(&mut [u8])) {
+        let timestamp = self.clock.raw();
+        self.seq += 1;
+        let len = RECORD_HEADER_LEN + payload_len;
+        let r = match self.entry.ring.try_reserve(&mut self.producer, len) {
+            Reserve::Ok(r) => r,
+            Reserve::Full => match self.full(len) {
+                Some(r) => r,
+                None => return,
+            },
+            Reserve::TooBig => {
+                self.too_big(len);
+                return;
+            }
+        };
+        let header = RecordHeader {
+            len: len as u32,
+            type_id,
+            timestamp,
+            seq: self.seq,
+            perturbation: self.perturbation,
+        };
+        let ring = &self.entry.ring;
+        ring.write(r, len, |slot| {
+            let n = slot.len();
+            slot[n - 8..].fill(0);
+            header.write(slot);
+            encode(&mut slot[RECORD_HEADER_LEN..len]);
+        });
+        ring.commit(&mut self.producer, r);
+        if self.producer.wake_consumer {
+            self.producer.wake_consumer = false;
+            self.shared.wake_monitor(self.entry.monitor());
+        }
+    }
+
+    /// The ring is full: wait (Block) or drop and count (Drop).
+    #[cold]
+    #[inline(never)]
+    fn full(&mut self, len: usize) -> Option<Reservation> {
+        if self.policy == Policy::Drop {
+            self.entry.ring.note_dropped(self.seq);
+            return None;
+        }
+        let start = self.clock.raw();
+        self.shared.wake_monitor(self.entry.monitor());
+        let mut spins = 0u32;
+        loop {
+            if let Reserve::Ok(r) = self.entry.ring.try_reserve(&mut self.producer, len) {
+                let waited = self.clock.raw().saturating_sub(start);
+                self.perturbation += waited;
+                self.entry.blocked_ticks.fetch_add(waited, Ordering::Relaxed);
+                return Some(r);
+            }
+            if runtime::EPOCH.load(Ordering::Relaxed) != self.epoch {
+                // The runtime shut down while we waited: nobody will drain this ring again.
+                self.entry.ring.note_dropped(self.seq);
+                return None;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else if spins < 96 {
+                std::thread::yield_now();
+            } else {
+                if spins % 64 == 0 {
+                    self.shared.wake_monitor(self.entry.monitor());
+                }
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+
+    #[cold]
+    fn too_big(&mut self, len: usize) {
+        self.entry.ring.note_dropped(self.seq);
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        let cap = self.entry.ring.capacity();
+        ONCE.call_once(|| {
+            eprintln!(
+                "gyr: an event of {len} bytes does not fit this thread's {cap}-byte ring (at most a quarter of it); \
+                 it is counted as lost. Raise the ring capacity (GYR_RING_CAPACITY) to record such events"
+            )
+        });
+    }
+}
+
+/// Measures the fixed cost of one enabled sensor call on a private ring, in ns.
+pub(crate) fn measure_sensor_cost() -> f64 {
+    let ring = Ring::new(1 << 16);
+    let mut p = ring.producer();
+    let c = clock();
+    let mut head = 0usize;
+    let payload = [7u8; 16];
+    let rounds = 20_000u64;
+    let t0 = std::time::Instant::now();
+    for seq in 0..rounds {
+        let ts = c.raw();
+        let len = RECORD_HEADER_LEN + payload.len();
+        if let Reserve::Ok(r) = ring.try_reserve(&mut p, len) {
+        ring.write(r, len, |slot| {
+                RecordHeader { len: len as u32, type_id: 1, timestamp: ts, seq, perturbation: 0 }.write(slot);
+                slot[RECORD_HEADER_LEN..len].copy_from_slice(&payload);
+            });
+            ring.commit(&mut p, r);
+        } else {
+            ring.drain(&mut head, |_| {});
+        }
+    }
+    t0.elapsed().as_nanos() as f64 / rounds as f64
+}

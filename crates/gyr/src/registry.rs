@@ -1,0 +1,246 @@
+//! The process's event types: schemas by id, and the control state of every sensor type and
+//! registered sensor instance.
+//!
+//! Registration is append-only and rare (once per type per process), so it takes a lock; the
+//! hot path never does, it reads the atomics of a [`SensorType`] it already holds.
+
+use crate::control::{Rate, Setting};
+use gyr_core::{Field, Schema, SchemaError, TypeId};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Effective state: events of this type are not recorded.
+pub(crate) const STATE_OFF: u32 = 0;
+/// Effective state: every event is recorded.
+pub(crate) const STATE_ON: u32 = 1;
+/// Effective state: take the slow path (not registered yet, or rate-limited).
+pub(crate) const STATE_SLOW: u32 = 2;
+
+/// The run-time handle of one event type: its id and its on/off switch.
+///
+/// `#[derive(Sensor)]` makes one `static` per type; dynamic types (spec files, sampling
+/// sensors) leak one. The sensor hot path reads `state` with one relaxed load.
+#[derive(Debug)]
+pub struct SensorType {
+    pub(crate) state: AtomicU32,
+    pub(crate) id: AtomicU32,
+    pub(crate) limits: Limits,
+}
+
+/// Rate-limit state shared by [`SensorType`] and [`SensorInstance`](crate::SensorInstance).
+#[derive(Debug)]
+pub(crate) struct Limits {
+    /// Record one event in this many per thread (0 or 1: all).
+    pub(crate) every_nth: AtomicU64,
+    /// Minimum ns between recorded events, across threads (0: no limit).
+    pub(crate) min_interval_ns: AtomicU64,
+    /// GCRA theoretical arrival time, ns since process start.
+    pub(crate) next_allowed_ns: AtomicU64,
+    /// Events skipped by the limits.
+    pub(crate) skipped: AtomicU64,
+}
+
+impl Limits {
+    pub(crate) const fn new() -> Self {
+        Limits {
+            every_nth: AtomicU64::new(0),
+            min_interval_ns: AtomicU64::new(0),
+            next_allowed_ns: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn apply(&self, rate: Rate) {
+        let (nth, interval) = match rate {
+            Rate::All => (0, 0),
+            Rate::EveryNth(n) => (n as u64, 0),
+            Rate::PerSecond(r) => (0, (1e9 / r.max(1e-9)) as u64),
+        };
+        self.every_nth.store(nth, Ordering::Relaxed);
+        self.min_interval_ns.store(interval, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_limited(&self) -> bool {
+        self.every_nth.load(Ordering::Relaxed) > 1 || self.min_interval_ns.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether an event at `now_ns` passes the per-second limit (GCRA with no burst: at most one
+    /// event per interval, so any one-second window holds at most the rate, plus one).
+    pub(crate) fn admit_at(&self, now_ns: u64) -> bool {
+        let interval = self.min_interval_ns.load(Ordering::Relaxed);
+        if interval == 0 {
+            return true;
+        }
+        let mut tat = self.next_allowed_ns.load(Ordering::Relaxed);
+        loop {
+            if now_ns < tat {
+                return false;
+            }
+            match self.next_allowed_ns.compare_exchange_weak(tat, now_ns + interval, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(t) => tat = t,
+            }
+        }
+    }
+}
+
+impl SensorType {
+    /// A handle in the unregistered state; the first emit registers the type.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        SensorType { state: AtomicU32::new(STATE_SLOW), id: AtomicU32::new(0), limits: Limits::new() }
+    }
+
+    /// The type's id, or 0 before its first registration.
+    pub fn id(&self) -> TypeId {
+        self.id.load(Ordering::Relaxed)
+    }
+}
+
+/// Control settings for one named sensor type or instance.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Controls {
+    pub(crate) enabled: Setting<bool>,
+    pub(crate) rate: Setting<Rate>,
+}
+
+/// One registered event type.
+#[derive(Debug)]
+pub(crate) struct TypeEntry {
+    pub(crate) schema: Schema,
+    pub(crate) handle: &'static SensorType,
+    pub(crate) kind: &'static str,
+}
+
+/// One registered sensor instance (Falcon: an individually controlled call site).
+#[derive(Debug)]
+pub(crate) struct InstanceEntry {
+    pub(crate) name: String,
+    pub(crate) type_name: String,
+    pub(crate) handle: &'static crate::sensor::InstanceState,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    pub(crate) types: Vec<TypeEntry>,
+    pub(crate) instances: Vec<InstanceEntry>,
+    /// Settings by type or instance name, kept even before the name is registered.
+    pub(crate) type_controls: Vec<(String, Controls)>,
+    pub(crate) instance_controls: Vec<(String, Controls)>,
+    pub(crate) global: Controls,
+    pub(crate) running: bool,
+}
+
+/// Why an event type could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The schema is invalid.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// Another type with the same name and different fields exists.
+    #[error("event type `{name}` is already registered with other fields ({existing}); give one of them another name")]
+    Conflict {
+        /// The name.
+        name: String,
+        /// The registered schema.
+        existing: String,
+    },
+}
+
+static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+/// Number of registered schemas, readable without the lock (monitors poll it).
+static SCHEMA_COUNT: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn registry() -> MutexGuard<'static, Registry> {
+    let m = REGISTRY.get_or_init(|| {
+        // `gyr.lost` is registered first, so its id is always 1.
+        LOST.id.store(LOST_TYPE_ID, Ordering::Release);
+        SCHEMA_COUNT.store(1, Ordering::Release);
+        let types = vec![TypeEntry { schema: gyr_core::lost_schema(LOST_TYPE_ID), handle: &LOST, kind: "builtin" }];
+        Mutex::new(Registry { types, ..Registry::default() })
+    });
+    // A panic while holding this lock cannot leave it half-updated (every update is a push or a
+    // store), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn schema_count() -> usize {
+    SCHEMA_COUNT.load(Ordering::Acquire) as usize
+}
+
+/// Registers a type under `name` with `fields`, or returns the id it already has.
+pub(crate) fn register(
+    handle: &'static SensorType,
+    name: &str,
+    fields: Vec<Field>,
+    kind: &'static str,
+) -> Result<TypeId, RegisterError> {
+    let mut reg = registry();
+    let id = handle.id.load(Ordering::Acquire);
+    if id != 0 {
+        return Ok(id);
+    }
+    if let Some(e) = reg.types.iter().find(|e| e.schema.name == name) {
+        if e.schema.fields != fields {
+            return Err(RegisterError::Conflict { name: name.to_owned(), existing: e.schema.to_string() });
+        }
+        // The same type seen through another handle (e.g. a spec loaded twice): share its id
+        // and follow its switch.
+        let id = e.schema.id;
+        handle.id.store(id, Ordering::Release);
+        let st = e.handle.state.load(Ordering::Relaxed);
+        handle.state.store(st, Ordering::Relaxed);
+        return Ok(id);
+    }
+    let id = reg.types.len() as TypeId + 1;
+    let schema = Schema::new(id, name, fields)?;
+    reg.types.push(TypeEntry { schema, handle, kind });
+    SCHEMA_COUNT.store(reg.types.len() as u64, Ordering::Release);
+    handle.id.store(id, Ordering::Release);
+    crate::control::recompute(&mut reg);
+    Ok(id)
+}
+
+/// Schemas from index `from` on (ids `from + 1 ..`).
+pub(crate) fn schemas_from(from: usize) -> Vec<Schema> {
+    registry().types.iter().skip(from).map(|e| e.schema.clone()).collect()
+}
+
+/// The schema registered under `name`.
+pub fn schema_by_name(name: &str) -> Option<Schema> {
+    registry().types.iter().find(|e| e.schema.name == name).map(|e| e.schema.clone())
+}
+
+/// All registered schemas, by id.
+pub fn schemas() -> Vec<Schema> {
+    schemas_from(0)
+}
+
+static LOST: SensorType = SensorType::new();
+
+/// The id of the built-in `gyr.lost` event type.
+pub const LOST_TYPE_ID: TypeId = 1;
+
+/// Registers a run-time-defined type (spec file, sampling sensor), or returns the handle of the
+/// type already registered under `name` with the same fields.
+pub(crate) fn register_dynamic(
+    name: &str,
+    fields: Vec<Field>,
+    kind: &'static str,
+) -> Result<&'static SensorType, RegisterError> {
+    {
+        let reg = registry();
+        if let Some(e) = reg.types.iter().find(|e| e.schema.name == name) {
+            if e.schema.fields != fields {
+                return Err(RegisterError::Conflict { name: name.to_owned(), existing: e.schema.to_string() });
+            }
+            return Ok(e.handle);
+        }
+    }
+    // Validate before leaking a handle.
+    Schema::new(1, name, fields.clone())?;
+    let handle: &'static SensorType = Box::leak(Box::new(SensorType::new()));
+    register(handle, name, fields, kind)?;
+    Ok(handle)
+}

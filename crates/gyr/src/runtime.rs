@@ -1,0 +1,566 @@
+//! The runtime: configuration, start-up, the registry of thread rings, flush and shutdown.
+//!
+//! One runtime runs per process at a time. [`Builder::start`] starts its local monitors and
+//! returns a [`Runtime`] guard; dropping the guard drains every ring, closes the sinks (writing
+//! the trace's end block) and stops the monitors.
+
+use crate::clock::clock;
+use crate::monitor::{self, MonitorSlot};
+use crate::ring::Ring;
+use crate::sink::{FileSink, Sink, SinkSet};
+use gyr_core::{ThreadInfo, TraceEnd, TraceHeader};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Ring capacity per thread, in bytes: about 10,000 events of 64 bytes, enough to ride out a
+/// monitor pause of a millisecond at 10 M events/s; more costs memory per thread.
+pub const DEFAULT_RING_CAPACITY: usize = 1 << 20;
+/// How long a local monitor sleeps when its rings are quiet: the bound on delivery delay for a
+/// trickle of events; shorter costs CPU on an idle program.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1);
+/// Local monitors started with the runtime.
+pub const DEFAULT_MONITORS: usize = 1;
+/// The most local monitors the runtime starts as load grows.
+pub const DEFAULT_MAX_MONITORS: usize = 4;
+/// A monitor whose oldest undrained event is older than this, pass after pass, is falling
+/// behind, and another monitor is started.
+pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(20);
+/// How often sinks are flushed, so that a crash loses at most this much of the trace.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+/// How often sampling sensors are read, unless set per sensor.
+pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What a sensor does when its thread's ring is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The thread waits for room; the wait is added to its perturbation. Nothing is lost.
+    #[default]
+    Block,
+    /// The event is dropped and counted; a `gyr.lost` event reports it.
+    Drop,
+}
+
+/// The runtime's configuration; see [`Builder`] for each setting.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) policy: Policy,
+    pub(crate) ring_capacity: usize,
+    pub(crate) monitors: usize,
+    pub(crate) max_monitors: usize,
+    pub(crate) poll_interval: Duration,
+    pub(crate) max_lag: Duration,
+    pub(crate) flush_interval: Duration,
+}
+
+/// Why a runtime could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another runtime is running in this process.
+    #[error("a gyr runtime is already running in this process: drop its `Runtime` guard before starting another")]
+    AlreadyRunning,
+    /// The trace file could not be created.
+    #[error("cannot create the trace file {path}: {source}")]
+    TraceFile {
+        /// The path.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An environment variable holds a value gyr cannot use.
+    #[error("environment variable {var}={value:?} is not valid: {expected}")]
+    BadEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A setting is out of range.
+    #[error("{0}")]
+    BadConfig(String),
+    /// A monitor thread could not be started.
+    #[error("cannot start a local monitor thread: {0}")]
+    Spawn(std::io::Error),
+}
+
+/// Configures and starts the runtime.
+///
+/// ```
+/// let mem = gyr::MemorySink::new();
+/// let rt = gyr::Builder::new().policy(gyr::Policy::Block).sink(mem.clone()).start().unwrap();
+/// # drop(rt);
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    config: Config,
+    sinks: Vec<Box<dyn Sink>>,
+    trace_path: Option<PathBuf>,
+    env_error: Option<Error>,
+    enabled: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let m = match s[i..].to_ascii_lowercase().as_str() {
+                "k" | "kb" | "kib" => 1 << 10,
+                "m" | "mb" | "mib" => 1 << 20,
+                "g" | "gb" | "gib" => 1 << 30,
+                _ => return None,
+            };
+            (&s[..i], m)
+        }
+        None => (s, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mult)
+}
+
+impl Builder {
+    /// The defaults: Block policy, 1 MiB rings, one local monitor growing to four, no sinks.
+    pub fn new() -> Self {
+        Builder {
+            config: Config {
+                policy: Policy::Block,
+                ring_capacity: DEFAULT_RING_CAPACITY,
+                monitors: DEFAULT_MONITORS,
+                max_monitors: DEFAULT_MAX_MONITORS,
+                poll_interval: DEFAULT_POLL_INTERVAL,
+                max_lag: DEFAULT_MAX_LAG,
+                flush_interval: DEFAULT_FLUSH_INTERVAL,
+            },
+            sinks: Vec::new(),
+            trace_path: None,
+            env_error: None,
+            enabled: true,
+        }
+    }
+
+    /// Reads settings from the environment; a bad value makes [`Builder::start`] fail.
+    ///
+    /// | variable | meaning | default |
+    /// |---|---|---|
+    /// | `GYR_TRACE` | write a trace file at this path | none |
+    /// | `GYR_POLICY` | `block` or `drop` when a ring is full | `block` |
+    /// | `GYR_RING_CAPACITY` | bytes per thread ring (`4M`, `256k`) | `1M` |
+    /// | `GYR_MONITORS` | local monitors at start | 1 |
+    /// | `GYR_MAX_MONITORS` | most local monitors | 4 |
+    /// | `GYR_POLL_INTERVAL_US` | monitor sleep when idle, µs | 1000 |
+    /// | `GYR_DISABLE` | `1`: start with every sensor off | unset |
+    pub fn with_default_env(mut self) -> Self {
+        let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mut bad = |var: &'static str, value: String, expected: &'static str| {
+            self.env_error.get_or_insert(Error::BadEnv { var, value, expected });
+        };
+        if let Some(v) = var("GYR_POLICY") {
+            match v.to_ascii_lowercase().as_str() {
+                "block" => self.config.policy = Policy::Block,
+                "drop" => self.config.policy = Policy::Drop,
+                _ => bad("GYR_POLICY", v, "use `block` or `drop`"),
+            }
+        }
+        if let Some(v) = var("GYR_RING_CAPACITY") {
+            match parse_size(&v) {
+                Some(n) if n >= 4096 => self.config.ring_capacity = n,
+                _ => bad("GYR_RING_CAPACITY", v, "give a size of at least 4096 bytes, such as `256k` or `4M`"),
+            }
+        }
+        for (name, slot) in [("GYR_MONITORS", 0), ("GYR_MAX_MONITORS", 1)] {
+            if let Some(v) = var(name) {
+                match v.parse::<usize>() {
+                    Ok(n) if (1..=64).contains(&n) => {
+                        if slot == 0 {
+                            self.config.monitors = n
+                        } else {
+                            self.config.max_monitors = n
+                        }
+                    }
+                    _ => bad(name, v, "give a number of monitors from 1 to 64"),
+                }
+            }
+        }
+        if let Some(v) = var("GYR_POLL_INTERVAL_US") {
+            match v.parse::<u64>() {
+                Ok(n) if (10..=1_000_000).contains(&n) => self.config.poll_interval = Duration::from_micros(n),
+                _ => bad("GYR_POLL_INTERVAL_US", v, "give microseconds from 10 to 1000000"),
+            }
+        }
+        if let Some(v) = var("GYR_DISABLE") {
+            self.enabled = !matches!(v.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(v) = var("GYR_TRACE") {
+            self.trace_path = Some(v.into());
+        }
+        self
+    }
+
+    /// What a sensor does when its thread's ring is full.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.config.policy = policy;
+        self
+    }
+
+    /// Bytes per thread ring (rounded up to a power of two).
+    pub fn ring_capacity(mut self, bytes: usize) -> Self {
+        self.config.ring_capacity = bytes;
+        self
+    }
+
+    /// Local monitors started at once.
+    pub fn monitors(mut self, n: usize) -> Self {
+        self.config.monitors = n;
+        self
+    }
+
+    /// The most local monitors the runtime may run as load grows.
+    pub fn max_monitors(mut self, n: usize) -> Self {
+        self.config.max_monitors = n;
+        self
+    }
+
+    /// How long an idle monitor sleeps between looks at its rings.
+    pub fn poll_interval(mut self, d: Duration) -> Self {
+        self.config.poll_interval = d;
+        self
+    }
+
+    /// The lag beyond which another monitor is started.
+    pub fn max_lag(mut self, d: Duration) -> Self {
+        self.config.max_lag = d;
+        self
+    }
+
+    /// Writes a trace file at `path`.
+    pub fn trace_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace_path = Some(path.into());
+        self
+    }
+
+    /// Adds an output for the monitors' events.
+    pub fn sink(mut self, sink: impl Sink) -> Self {
+        self.sinks.push(Box::new(sink));
+        self
+    }
+
+    /// Starts with every sensor switched off (turn them on with [`crate::control`]).
+    pub fn disabled(mut self) -> Self {
+        self.enabled = false;
+        self
+    }
+
+    /// Starts the runtime: calibrates the clock, opens sinks, starts the local monitors.
+    pub fn start(mut self) -> Result<Runtime, Error> {
+        if let Some(e) = self.env_error.take() {
+            return Err(e);
+        }
+        let c = &self.config;
+        if c.monitors == 0 || c.max_monitors < c.monitors {
+            return Err(Error::BadConfig(format!(
+                "monitors = {} and max_monitors = {}: start at least one monitor, and allow at least as many as start",
+                c.monitors, c.max_monitors
+            )));
+        }
+        if c.ring_capacity < 4096 {
+            return Err(Error::BadConfig(format!("ring capacity {} is below the minimum of 4096 bytes", c.ring_capacity)));
+        }
+        let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+        if current.is_some() {
+            return Err(Error::AlreadyRunning);
+        }
+        let clk = clock();
+        let mut header = TraceHeader::for_this_process();
+        header.start_unix_ns = clk.start_unix_ns;
+        header.clock_source = clk.source().to_owned();
+        header.ticks_per_second = clk.ticks_per_second();
+        header.sensor_cost_ns = crate::producer::measure_sensor_cost();
+        header.policy = match c.policy {
+            Policy::Block => "block",
+            Policy::Drop => "drop",
+        }
+        .to_owned();
+        if let Some(path) = &self.trace_path {
+            let sink = FileSink::create(path, &header)
+                .map_err(|source| Error::TraceFile { path: path.display().to_string(), source })?;
+            self.sinks.insert(0, Box::new(sink));
+        }
+        let epoch = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
+        let shared = Arc::new(Shared {
+            epoch,
+            config: self.config.clone(),
+            header,
+            rings: Mutex::new(Vec::new()),
+            monitors: Mutex::new(Vec::new()),
+            sinks: Mutex::new(SinkSet::new(self.sinks)),
+            stopping: AtomicBool::new(false),
+            next_thread: AtomicU64::new(1),
+            flush_requested: AtomicU64::new(0),
+            flush_done: (Mutex::new(0), Condvar::new()),
+            stats: Stats::default(),
+            last_spawn: Mutex::new(Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now)),
+        });
+        for _ in 0..self.config.monitors {
+            monitor::spawn(&shared).map_err(Error::Spawn)?;
+        }
+        *current = Some(shared.clone());
+        drop(current);
+        crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
+        crate::control::set_running(true);
+        install_panic_hook();
+        Ok(Runtime { shared: Some(shared) })
+    }
+}
+
+/// Bumped at every start and shutdown: a thread buffer from another epoch is stale.
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
+static RUNTIME: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+/// Events emitted while a runtime ran that could not reach a ring (re-entrant or exiting thread).
+static UNRECORDED: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn count_unrecorded() {
+    if RUNTIME.try_lock().map(|r| r.is_some()).unwrap_or(true) {
+        UNRECORDED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn current() -> Option<Arc<Shared>> {
+    RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Counters the monitors keep.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) records: AtomicU64,
+    pub(crate) lost: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) sink_errors: AtomicU64,
+}
+
+/// State shared by the runtime guard, the monitors and every thread buffer.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) epoch: u64,
+    pub(crate) config: Config,
+    pub(crate) header: TraceHeader,
+    pub(crate) rings: Mutex<Vec<Arc<RingEntry>>>,
+    pub(crate) monitors: Mutex<Vec<Arc<MonitorSlot>>>,
+    pub(crate) sinks: Mutex<SinkSet>,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) next_thread: AtomicU64,
+    pub(crate) flush_requested: AtomicU64,
+    pub(crate) flush_done: (Mutex<u64>, Condvar),
+    pub(crate) stats: Stats,
+    pub(crate) last_spawn: Mutex<Instant>,
+}
+
+/// One thread's ring, as the monitors see it.
+#[derive(Debug)]
+pub(crate) struct RingEntry {
+    pub(crate) ring: Ring,
+    pub(crate) info: ThreadInfo,
+    /// Index of the monitor that drains this ring.
+    pub(crate) monitor: AtomicUsize,
+    pub(crate) consumer: Mutex<monitor::Consumer>,
+    /// Ticks the producer has spent blocked on this ring.
+    pub(crate) blocked_ticks: AtomicU64,
+}
+
+impl RingEntry {
+    pub(crate) fn monitor(&self) -> usize {
+        self.monitor.load(Ordering::Relaxed)
+    }
+}
+
+fn os_tid() -> u64 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // gyr's locks guard plain data that every update leaves consistent: a panic elsewhere while
+    // holding one must not take monitoring down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// Gives the calling thread a ring, assigned to the least-loaded monitor (Falcon).
+    pub(crate) fn register_thread(&self) -> Arc<RingEntry> {
+        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
+        let thread = std::thread::current();
+        let name = thread.name().map(str::to_owned).unwrap_or_else(|| format!("thread-{id}"));
+        let monitor = monitor::least_loaded(self);
+        let entry = Arc::new(RingEntry {
+            ring: Ring::new(self.config.ring_capacity),
+            info: ThreadInfo { id, name, os_tid: os_tid() },
+            monitor: AtomicUsize::new(monitor),
+            consumer: Mutex::new(monitor::Consumer::default()),
+            blocked_ticks: AtomicU64::new(0),
+        });
+        lock(&self.rings).push(entry.clone());
+        entry
+    }
+
+    pub(crate) fn wake_monitor(&self, index: usize) {
+        if let Some(m) = lock(&self.monitors).get(index) {
+            m.thread.unpark();
+        }
+    }
+
+    fn wake_all(&self) {
+        for m in lock(&self.monitors).iter() {
+            m.thread.unpark();
+        }
+    }
+
+    /// Asks every monitor for a full pass and waits (at most `timeout`) until each has made one
+    /// and the sinks are flushed. Returns whether that happened in time.
+    pub(crate) fn flush(&self, timeout: Duration) -> bool {
+        let target = self.flush_requested.fetch_add(1, Ordering::SeqCst) + 1;
+        self.wake_all();
+        let deadline = Instant::now() + timeout;
+        let (m, cv) = &self.flush_done;
+        let mut done = lock(m);
+        while *done < target {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            done = cv.wait_timeout(done, deadline - now).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+        }
+        true
+    }
+}
+
+/// What a runtime recorded, returned by [`Runtime::shutdown`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Records delivered to the sinks.
+    pub records: u64,
+    /// Events lost: dropped on full rings (reported by `gyr.lost`), plus any that could not
+    /// reach a ring.
+    pub lost: u64,
+    /// Events skipped on purpose by rate limits.
+    pub filtered: u64,
+    /// Failures of sinks (each also printed once).
+    pub sink_errors: u64,
+    /// Threads that emitted events.
+    pub threads: u64,
+}
+
+/// The running runtime; dropping it shuts down (drains every ring, closes the sinks).
+#[must_use = "dropping the Runtime shuts monitoring down at once; keep it alive while the program runs"]
+#[derive(Debug)]
+pub struct Runtime {
+    shared: Option<Arc<Shared>>,
+}
+
+impl Runtime {
+    /// Makes every event emitted so far reach the sinks and the sinks flush to their storage.
+    /// Returns false if the monitors did not finish within a second.
+    pub fn flush(&self) -> bool {
+        self.shared.as_ref().is_some_and(|s| s.flush(Duration::from_secs(5)))
+    }
+
+    /// The trace header this runtime writes: process, clock calibration, measured sensor cost.
+    pub fn header(&self) -> Option<&TraceHeader> {
+        self.shared.as_ref().map(|s| &s.header)
+    }
+
+    /// The number of local monitors running now.
+    pub fn monitor_count(&self) -> usize {
+        self.shared.as_ref().map(|s| lock(&s.monitors).len()).unwrap_or(0)
+    }
+
+    /// Counters so far: records delivered and events lost.
+    pub fn summary(&self) -> Summary {
+        self.shared.as_ref().map(|s| summary_of(s)).unwrap_or_default()
+    }
+
+    /// Shuts down: drains every ring, writes the end of the trace, stops the monitors.
+    pub fn shutdown(mut self) -> Summary {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Summary {
+        let Some(shared) = self.shared.take() else { return Summary::default() };
+        crate::control::set_running(false);
+        shared.stopping.store(true, Ordering::SeqCst);
+        shared.wake_all();
+        let monitors: Vec<_> = lock(&shared.monitors).clone();
+        for m in monitors {
+            if let Some(h) = lock(&m.join).take() {
+                let _ = h.join();
+            }
+        }
+        let summary = summary_of(&shared);
+        let end = TraceEnd {
+            end_ns: clock().now_ns(),
+            records: summary.records,
+            lost: summary.lost,
+            filtered: summary.filtered,
+        };
+        lock(&shared.sinks).close(&end);
+        *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        EPOCH.fetch_add(1, Ordering::SeqCst);
+        UNRECORDED.store(0, Ordering::Relaxed);
+        summary
+    }
+}
+
+fn summary_of(s: &Shared) -> Summary {
+    let filtered = crate::control::sensors().iter().map(|s| s.skipped).sum();
+    Summary {
+        records: s.stats.records.load(Ordering::Relaxed),
+        lost: s.stats.lost.load(Ordering::Relaxed) + UNRECORDED.load(Ordering::Relaxed),
+        filtered,
+        sink_errors: s.stats.sink_errors.load(Ordering::Relaxed),
+        threads: s.next_thread.load(Ordering::Relaxed) - 1,
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts a runtime configured from the environment ([`Builder::with_default_env`]).
+pub fn init() -> Result<Runtime, Error> {
+    Builder::new().with_default_env().start()
+}
+
+/// Flushes the running runtime, if any (see [`Runtime::flush`]).
+pub fn flush() -> bool {
+    current().is_some_and(|s| s.flush(Duration::from_secs(5)))
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            // Get what the program recorded up to the panic onto storage: if the panic ends the
+            // process, the trace still shows its last moments. Never wait long, never deadlock.
+            if let Ok(guard) = RUNTIME.try_lock()
+                && let Some(shared) = guard.clone()
+            {
+                drop(guard);
+                if !std::thread::current().name().is_some_and(|n| n.starts_with("gyr-monitor")) {
+                    shared.flush(Duration::from_secs(1));
+                }
+            }
+        }));
+    });
+}

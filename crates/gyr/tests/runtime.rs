@@ -1,0 +1,323 @@
+//! End-to-end tests of the capture path: sensors → rings → local monitors → sinks.
+
+mod support;
+
+use gyr::control::{Rate, Target, set_enabled, set_rate};
+use gyr::gyr_core::Value;
+use gyr::gyr_core::record::Records;
+use gyr::{Builder, CallbackSink, MemorySink, Policy, Sensor, SensorInstance, StreamItem};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Sensor)]
+struct Tick {
+    thread: u32,
+    n: u64,
+}
+
+#[derive(Sensor)]
+#[sensor(name = "mixed.event")]
+struct Mixed<'a> {
+    label: &'a str,
+    data: Vec<u8>,
+    hist: [f32; 3],
+    ok: bool,
+    delta: i16,
+}
+
+#[test]
+fn events_reach_the_memory_sink_with_implicit_fields() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    for n in 0..100 {
+        Tick { thread: 0, n }.emit();
+    }
+    Mixed { label: "héllo", data: vec![1, 2, 3], hist: [0.5, 1.5, 2.5], ok: true, delta: -7 }.emit();
+    let summary = rt.shutdown();
+    assert_eq!(summary.lost, 0);
+    let ticks = mem.events("tick");
+    assert_eq!(ticks.len(), 100);
+    for (i, (rec, values)) in ticks.iter().enumerate() {
+        assert_eq!(rec.seq, i as u64 + 1);
+        assert_eq!(values, &vec![Value::UInt(0), Value::UInt(i as u64)]);
+    }
+    assert!(ticks.windows(2).all(|w| w[0].0.timestamp <= w[1].0.timestamp));
+    let mixed = mem.events("mixed.event");
+    assert_eq!(
+        mixed[0].1,
+        vec![
+            Value::Str("héllo".into()),
+            Value::Bytes(vec![1, 2, 3]),
+            Value::Array(vec![Value::Float(0.5), Value::Float(1.5), Value::Float(2.5)]),
+            Value::Bool(true),
+            Value::Int(-7),
+        ]
+    );
+    assert_eq!(mem.end().unwrap().records, summary.records);
+}
+
+/// Every event of 8 threads × 1M arrives exactly once, and per-thread sequence numbers have no
+/// gaps (Block policy).
+#[test]
+fn stress_block_policy_delivers_everything_exactly_once() {
+    let _g = support::serial();
+    const THREADS: u32 = 8;
+    let per_thread: u64 = if cfg!(debug_assertions) { 250_000 } else { 1_000_000 };
+    let per_thread = std::env::var("GYR_STRESS_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(per_thread);
+    type Seen = HashMap<u64, (u32, u64, u64)>; // gyr thread -> (app thread, last seq, count)
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let bad = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (s2, b2) = (seen.clone(), bad.clone());
+    let tick_id = Arc::new(Mutex::new(None::<u32>));
+    let t2 = tick_id.clone();
+    let sink = CallbackSink::new(move |item| match item {
+        StreamItem::Schema(s) if s.name == "tick" => *t2.lock().unwrap() = Some(s.id),
+        StreamItem::Records { thread, bytes } => {
+            let tick = t2.lock().unwrap().unwrap_or(0);
+            let mut seen = s2.lock().unwrap();
+            for r in Records::new(thread, bytes) {
+                let r = r.unwrap();
+                if r.header.type_id != tick {
+                    continue;
+                }
+                let app = u32::from_le_bytes(r.payload[..4].try_into().unwrap());
+                let n = u64::from_le_bytes(r.payload[4..12].try_into().unwrap());
+                let e = seen.entry(thread).or_insert((app, 0, 0));
+                if r.header.seq != e.1 + 1 || n + 1 != r.header.seq || e.0 != app {
+                    b2.lock().unwrap().push(format!("thread {thread}: seq {} after {}, n {n}", r.header.seq, e.1));
+                }
+                e.1 = r.header.seq;
+                e.2 += 1;
+            }
+        }
+        _ => {}
+    });
+    let rt = Builder::new().policy(Policy::Block).ring_capacity(64 << 10).sink(sink).start().unwrap();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for n in 0..per_thread {
+                    Tick { thread: t, n }.emit();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let summary = rt.shutdown();
+    assert!(bad.lock().unwrap().is_empty(), "{:?}", &bad.lock().unwrap()[..5.min(bad.lock().unwrap().len())]);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), THREADS as usize);
+    for (thread, (_, last, count)) in seen.iter() {
+        assert_eq!(*count, per_thread, "thread {thread}");
+        assert_eq!(*last, per_thread);
+    }
+    assert_eq!(summary.lost, 0);
+}
+
+/// With a tiny ring and the Drop policy, delivered + reported lost = emitted, per thread.
+#[test]
+fn drop_policy_counts_every_lost_event() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new()
+        .policy(Policy::Drop)
+        .ring_capacity(4096)
+        .poll_interval(Duration::from_millis(5))
+        .max_monitors(1)
+        .sink(mem.clone())
+        .start()
+        .unwrap();
+    const PER_THREAD: u64 = 200_000;
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for n in 0..PER_THREAD {
+                    Tick { thread: t, n }.emit();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let summary = rt.shutdown();
+    let mut delivered: HashMap<u64, u64> = HashMap::new();
+    for (rec, _) in mem.events("tick") {
+        *delivered.entry(rec.thread).or_default() += 1;
+    }
+    let mut lost: HashMap<u64, u64> = HashMap::new();
+    let mut lost_total = 0;
+    for (_, v) in mem.events("gyr.lost") {
+        let (Value::UInt(thread), Value::UInt(count), Value::UInt(from), Value::UInt(to)) = (&v[0], &v[1], &v[2], &v[3])
+        else {
+            panic!("gyr.lost has four u64 fields")
+        };
+        assert_eq!(to - from + 1, *count);
+        *lost.entry(*thread).or_default() += count;
+        lost_total += count;
+    }
+    assert!(lost_total > 0, "a 4 KiB ring under 200k events should overflow");
+    assert_eq!(delivered.len(), 2);
+    for (thread, d) in &delivered {
+        assert_eq!(d + lost.get(thread).copied().unwrap_or(0), PER_THREAD, "thread {thread}");
+    }
+    assert_eq!(summary.lost, lost_total);
+}
+
+#[test]
+fn sensors_switch_and_rate_limit_at_run_time() {
+    let _g = support::serial();
+    #[derive(Sensor)]
+    struct Ctl {
+        n: u32,
+    }
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    Ctl { n: 0 }.emit();
+    set_enabled(&Target::Type("ctl".into()), false);
+    Ctl { n: 1 }.emit();
+    set_enabled(&Target::Type("ctl".into()), true);
+    set_enabled(&Target::Global, false);
+    Ctl { n: 2 }.emit();
+    set_enabled(&Target::Global, true);
+    set_rate(&Target::Type("ctl".into()), Rate::EveryNth(10)).unwrap();
+    for n in 100..200 {
+        Ctl { n }.emit();
+    }
+    set_rate(&Target::Type("ctl".into()), Rate::PerSecond(1.0)).unwrap();
+    for n in 1000..1100 {
+        Ctl { n }.emit();
+    }
+    set_rate(&Target::Type("ctl".into()), Rate::All).unwrap();
+    assert!(set_rate(&Target::Type("ctl".into()), Rate::EveryNth(0)).is_err());
+    assert!(set_rate(&Target::Global, Rate::PerSecond(-1.0)).is_err());
+    let inst = SensorInstance::<Ctl>::new("ctl.hot").unwrap();
+    inst.emit(&Ctl { n: 5000 });
+    set_enabled(&Target::Instance("ctl.hot".into()), false);
+    inst.emit(&Ctl { n: 5001 });
+    Ctl { n: 5002 }.emit();
+    let status = gyr::control::sensors();
+    rt.shutdown();
+    let ns: Vec<u64> = mem
+        .events("ctl")
+        .iter()
+        .map(|(_, v)| match v[0] {
+            Value::UInt(n) => n,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(ns, vec![0, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 1000, 5000, 5002]);
+    let ctl = status.iter().find(|s| s.type_name == "ctl" && s.instance.is_none()).unwrap();
+    assert_eq!(ctl.skipped, 90 + 99);
+    let hot = status.iter().find(|s| s.instance.as_deref() == Some("ctl.hot")).unwrap();
+    assert!(!hot.enabled);
+    set_enabled(&Target::Instance("ctl.hot".into()), true);
+}
+
+#[test]
+fn sampling_sensors_are_read_by_the_monitor() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let c = counter.clone();
+    let s = gyr::sample("test.counter", move || c.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).unwrap();
+    s.set_interval(Duration::from_millis(5));
+    let cell = gyr::sample_cell::<f64>("test.residual", 0.5).unwrap();
+    cell.sensor().set_interval(Duration::from_millis(5));
+    std::thread::sleep(Duration::from_millis(100));
+    cell.set(0.25);
+    std::thread::sleep(Duration::from_millis(50));
+    rt.shutdown();
+    s.remove();
+    let counts = mem.events("test.counter");
+    assert!(counts.len() >= 5, "sampled {} times in 150 ms at 5 ms", counts.len());
+    let residuals: Vec<f64> = mem.events("test.residual").iter().filter_map(|(_, v)| v[0].as_f64()).collect();
+    assert_eq!(residuals.first(), Some(&0.5));
+    assert_eq!(residuals.last(), Some(&0.25));
+    // A bad name is refused with a clear error.
+    assert!(gyr::sample("bad name", || 1u32).unwrap_err().to_string().contains("not valid"));
+}
+
+#[test]
+fn exited_threads_are_drained_and_extended_sensors_filter() {
+    let _g = support::serial();
+    #[derive(Sensor)]
+    struct Level {
+        v: f64,
+    }
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    std::thread::Builder::new()
+        .name("worker-a".into())
+        .spawn(|| {
+            let mut t = gyr::extended::Threshold::new(1.0);
+            for v in [0.0, 0.5, 2.0, 2.5, 4.0] {
+                t.observe(v, || Level { v });
+            }
+            let mut agg = gyr::extended::Aggregate::new("test.agg", 4).unwrap();
+            for v in 1..=10 {
+                agg.observe(v as f64);
+            }
+            agg.flush();
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    rt.shutdown();
+    let levels: Vec<f64> = mem.events("level").iter().filter_map(|(_, v)| v[0].as_f64()).collect();
+    assert_eq!(levels, vec![0.0, 2.0, 4.0]);
+    let agg = mem.events("test.agg");
+    assert_eq!(agg.len(), 3);
+    assert_eq!(agg[0].1[0], Value::UInt(4));
+    assert_eq!(agg[2].1[4], Value::Float(9.5));
+    assert!(mem.threads().iter().any(|t| t.name == "worker-a"));
+}
+
+#[test]
+fn a_second_runtime_is_refused_and_bad_env_is_explained() {
+    let _g = support::serial();
+    let rt = Builder::new().start().unwrap();
+    assert!(matches!(Builder::new().start(), Err(gyr::Error::AlreadyRunning)));
+    drop(rt);
+    // SAFETY of set_var: this test holds the serial lock, and no other thread reads the
+    // environment meanwhile.
+    unsafe { std::env::set_var("GYR_POLICY", "sometimes") };
+    let err = Builder::new().with_default_env().start().unwrap_err().to_string();
+    unsafe { std::env::remove_var("GYR_POLICY") };
+    assert!(err.contains("GYR_POLICY") && err.contains("block"), "{err}");
+    let err = Builder::new().trace_file("/nonexistent-dir/x.gyr").start().unwrap_err().to_string();
+    assert!(err.contains("cannot create the trace file"), "{err}");
+}
+
+#[test]
+fn more_monitors_start_when_one_falls_behind() {
+    let _g = support::serial();
+    let rt = Builder::new()
+        .monitors(1)
+        .max_monitors(3)
+        .ring_capacity(4096)
+        .max_lag(Duration::from_micros(50))
+        .start()
+        .unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for n in 0..200_000 {
+                    Tick { thread: t, n }.emit();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let monitors = rt.monitor_count();
+    let summary = rt.shutdown();
+    assert!(monitors > 1, "blocked producers should have started another monitor");
+    assert_eq!(summary.lost, 0);
+}
