@@ -121,7 +121,7 @@ struct Pass {
 
 impl Monitor {
     fn new(shared: Arc<Shared>, index: usize, id: u64) -> Self {
-        let info = ThreadInfo { id, name: format!("gyr-monitor-{index}"), os_tid: 0 };
+        let info = ThreadInfo { id, name: format!("gyr-monitor-{index}"), os_tid: crate::runtime::os_tid() };
         Monitor {
             shared,
             index,

@@ -380,7 +380,7 @@ impl RingEntry {
     }
 }
 
-fn os_tid() -> u64 {
+pub(crate) fn os_tid() -> u64 {
     std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())
