@@ -57,15 +57,24 @@ impl Live {
             StreamItem::Records { thread, bytes } => {
                 for r in Records::new(thread, bytes).flatten() {
                     self.records += 1;
-                    let Some(s) = self.schemas.get(&r.header.type_id) else { continue };
+                    let Some(s) = self.schemas.get(&r.header.type_id) else {
+                        continue;
+                    };
                     *self.counts.entry(s.name.clone()).or_default() += 1;
-                    let field = |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
+                    let field =
+                        |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
                     match s.name.as_str() {
                         "work_load" | "halo_wait" => {
-                            let Ok(v) = decode(s, r.payload) else { continue };
+                            let Ok(v) = decode(s, r.payload) else {
+                                continue;
+                            };
                             let d = field(&v, 0) as usize;
                             let secs = field(&v, if s.name == "work_load" { 3 } else { 2 });
-                            let slot = if s.name == "work_load" { &mut self.work } else { &mut self.wait };
+                            let slot = if s.name == "work_load" {
+                                &mut self.work
+                            } else {
+                                &mut self.wait
+                            };
                             if slot.len() <= d {
                                 slot.resize(d + 1, 0.0);
                             }
@@ -100,14 +109,20 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     let live = Arc::new(Mutex::new(Live::default()));
     let l2 = live.clone();
-    let sink = CallbackSink::new(move |item| l2.lock().unwrap_or_else(|e| e.into_inner()).absorb(item));
+    let sink =
+        CallbackSink::new(move |item| l2.lock().unwrap_or_else(|e| e.into_inner()).absorb(item));
     let rt = Builder::new()
         .with_default_env()
         .trace_file(&args.trace)
         .sink(sink)
         .start()
         .map_err(|e| Failure::input(anyhow::Error::from(e).context("cannot start gyr")))?;
-    let config = Config { size: args.size, domains: args.domains, steps: args.steps, ..Config::default() };
+    let config = Config {
+        size: args.size,
+        domains: args.domains,
+        steps: args.steps,
+        ..Config::default()
+    };
     let progress = Arc::new(Progress::default());
     let p2 = progress.clone();
     let c2 = config.clone();
@@ -125,24 +140,30 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         args.steps,
         args.trace.display()
     )?;
-    writeln!(out, "(stop early with Ctrl-C: the trace stays readable up to the last 100 ms)")?;
+    writeln!(
+        out,
+        "(stop early with Ctrl-C: the trace stays readable up to the last 100 ms)"
+    )?;
     let start = Instant::now();
     let mut last = (Instant::now(), 0u64);
     let mut drawn = 0usize;
-    let interval = if tty { Duration::from_millis(250) } else { Duration::from_secs(1) };
+    let interval = if tty {
+        Duration::from_millis(250)
+    } else {
+        Duration::from_secs(1)
+    };
     loop {
         let finished = solver.is_finished();
         std::thread::sleep(if finished { Duration::ZERO } else { interval });
         let (records, lost, work, wait, residuals) = {
             let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
-            let snapshot = (
+            (
                 l.records,
                 l.lost,
                 std::mem::take(&mut l.work),
                 std::mem::take(&mut l.wait),
                 l.counts.get("residual").copied().unwrap_or(0),
-            );
-            snapshot
+            )
         };
         let now = Instant::now();
         // The last frame shows the average over the run; the others, the rate since the last frame.
@@ -191,7 +212,9 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             break;
         }
     }
-    let outcome = solver.join().map_err(|_| anyhow::anyhow!("the solver panicked"))?;
+    let outcome = solver
+        .join()
+        .map_err(|_| anyhow::anyhow!("the solver panicked"))?;
     let summary = rt.shutdown();
     writeln!(
         out,
@@ -206,6 +229,10 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         summary.filtered,
         args.trace.display()
     )?;
-    writeln!(out, "next: gyr trace stats {0}   |   gyr trace dump {0} --type residual --limit 20", args.trace.display())?;
+    writeln!(
+        out,
+        "next: gyr trace stats {0}   |   gyr trace dump {0} --type residual --limit 20",
+        args.trace.display()
+    )?;
     Ok(ExitCode::SUCCESS)
 }

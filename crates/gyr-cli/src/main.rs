@@ -52,7 +52,10 @@ pub(crate) struct Failure {
 impl Failure {
     /// Bad input: exit code 2.
     pub(crate) fn input(error: impl Into<anyhow::Error>) -> Self {
-        Failure { code: 2, error: error.into() }
+        Failure {
+            code: 2,
+            error: error.into(),
+        }
     }
 }
 
@@ -64,7 +67,10 @@ impl From<anyhow::Error> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        Failure { code: 1, error: error.into() }
+        Failure {
+            code: 1,
+            error: error.into(),
+        }
     }
 }
 
@@ -89,7 +95,10 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 #[cfg(test)]
@@ -99,11 +108,24 @@ mod tests {
     #[test]
     fn parses_dump_filters() {
         let a = Args::try_parse_from([
-            "gyr", "trace", "dump", "f.gyr", "--type", "work_load", "--thread", "3", "--from", "1.5s", "--to", "2s",
+            "gyr",
+            "trace",
+            "dump",
+            "f.gyr",
+            "--type",
+            "work_load",
+            "--thread",
+            "3",
+            "--from",
+            "1.5s",
+            "--to",
+            "2s",
             "--json",
         ])
         .unwrap();
-        let Command::Trace(TraceCommand::Dump(d)) = a.command else { panic!("dump") };
+        let Command::Trace(TraceCommand::Dump(d)) = a.command else {
+            panic!("dump")
+        };
         assert_eq!(d.types, vec!["work_load"]);
         assert_eq!(d.thread, Some(3));
         assert_eq!(d.from, Some(trace_cmd::Time(1_500_000_000)));

@@ -14,7 +14,10 @@ pub(crate) fn check(path: &Path) -> Result<ExitCode, Failure> {
             SensorKind::Extended => "extended",
         };
         let schema = s.schema(1).map_err(Failure::input)?;
-        let size = schema.fixed_size().map(|n| format!("{n} bytes")).unwrap_or_else(|| "variable size".into());
+        let size = schema
+            .fixed_size()
+            .map(|n| format!("{n} bytes"))
+            .unwrap_or_else(|| "variable size".into());
         println!("{kind:<9} {}  ({size})", schema);
         if let Some(d) = &s.description {
             println!("          {d}");

@@ -27,11 +27,19 @@ impl FromStr for Time {
             "ms" => 1e6,
             "us" | "µs" => 1e3,
             "ns" => 1.0,
-            _ => return Err(format!("unknown unit `{unit}` in `{s}`: use s, ms, us or ns (e.g. 1.5s)")),
+            _ => {
+                return Err(format!(
+                    "unknown unit `{unit}` in `{s}`: use s, ms, us or ns (e.g. 1.5s)"
+                ));
+            }
         };
-        let v: f64 = num.parse().map_err(|_| format!("`{s}` is not a time: write a number and a unit, such as 1.5s or 200ms"))?;
+        let v: f64 = num.parse().map_err(|_| {
+            format!("`{s}` is not a time: write a number and a unit, such as 1.5s or 200ms")
+        })?;
         if !(v >= 0.0 && v.is_finite()) {
-            return Err(format!("`{s}` is not a time at or after the start of the trace"));
+            return Err(format!(
+                "`{s}` is not a time at or after the start of the trace"
+            ));
         }
         Ok(Time((v * scale).round() as u64))
     }
@@ -162,8 +170,19 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     let duration_ns = last.saturating_sub(if first == u64::MAX { 0 } else { first });
     let lost_total: u64 = lost_by_thread.values().sum();
     let records: u64 = types.values().map(|t| t.count).sum();
-    let rate = |n: u64, span: u64| if span == 0 { 0.0 } else { n as f64 * 1e9 / span as f64 };
-    let type_name = |id: &u32| schemas.get(id).map(|s| s.name.clone()).unwrap_or_else(|| format!("<type {id}>"));
+    let rate = |n: u64, span: u64| {
+        if span == 0 {
+            0.0
+        } else {
+            n as f64 * 1e9 / span as f64
+        }
+    };
+    let type_name = |id: &u32| {
+        schemas
+            .get(id)
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| format!("<type {id}>"))
+    };
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     if args.json {
@@ -205,7 +224,11 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     }
     let secs = |ns: u64| ns as f64 / 1e9;
     writeln!(out, "trace     {}", args.file.display()).context("writing to stdout")?;
-    writeln!(out, "process   {} on {}, gyr {}", header.pid, header.host, header.gyr_version)?;
+    writeln!(
+        out,
+        "process   {} on {}, gyr {}",
+        header.pid, header.host, header.gyr_version
+    )?;
     writeln!(out, "command   {}", header.command_line.join(" "))?;
     writeln!(out, "started   {} (unix ns)", header.start_unix_ns)?;
     writeln!(
@@ -219,9 +242,17 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     writeln!(
         out,
         "state     {}",
-        if summary.clean_end { "closed cleanly" } else { "NOT closed: the writer was killed, crashed or is still running" }
+        if summary.clean_end {
+            "closed cleanly"
+        } else {
+            "NOT closed: the writer was killed, crashed or is still running"
+        }
     )?;
-    writeln!(out, "duration  {:.6} s (first to last record)", secs(duration_ns))?;
+    writeln!(
+        out,
+        "duration  {:.6} s (first to last record)",
+        secs(duration_ns)
+    )?;
     writeln!(
         out,
         "records   {} in {} chunks ({:.0}/s); lost {}{}",
@@ -229,10 +260,16 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
         summary.chunks,
         rate(records, duration_ns),
         lost_total,
-        end.as_ref().map(|e| format!("; filtered by rate limits {}", e.filtered)).unwrap_or_default()
+        end.as_ref()
+            .map(|e| format!("; filtered by rate limits {}", e.filtered))
+            .unwrap_or_default()
     )?;
     writeln!(out)?;
-    writeln!(out, "{:>4}  {:<24} {:>12} {:>12} {:>12} {:>12}", "id", "type", "count", "per second", "first (s)", "last (s)")?;
+    writeln!(
+        out,
+        "{:>4}  {:<24} {:>12} {:>12} {:>12} {:>12}",
+        "id", "type", "count", "per second", "first (s)", "last (s)"
+    )?;
     for (id, t) in &types {
         writeln!(
             out,
@@ -280,10 +317,16 @@ fn json_value(v: &Value) -> serde_json::Value {
     match v {
         Value::Int(i) => (*i).into(),
         Value::UInt(u) => (*u).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f).map(Into::into).unwrap_or_else(|| f.to_string().into()),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Into::into)
+            .unwrap_or_else(|| f.to_string().into()),
         Value::Bool(b) => (*b).into(),
         Value::Str(s) => s.clone().into(),
-        Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect::<String>().into(),
+        Value::Bytes(b) => b
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+            .into(),
         Value::Array(items) => items.iter().map(json_value).collect::<Vec<_>>().into(),
     }
 }
@@ -292,7 +335,11 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
     let mut reader = open(&args.file)?;
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
-    let mut wanted_ids: Option<Vec<u32>> = if args.types.is_empty() { None } else { Some(Vec::new()) };
+    let mut wanted_ids: Option<Vec<u32>> = if args.types.is_empty() {
+        None
+    } else {
+        Some(Vec::new())
+    };
     let mut seen_types: Vec<String> = Vec::new();
     let mut printed = 0u64;
     let mut error: Option<std::io::Error> = None;
@@ -306,7 +353,7 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
             Item::Schema(s) => {
                 seen_types.push(s.name.clone());
                 if let Some(ids) = wanted_ids.as_mut()
-                    && args.types.iter().any(|t| *t == s.name)
+                    && args.types.contains(&s.name)
                 {
                     ids.push(s.id);
                 }
@@ -316,7 +363,9 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
             }
             Item::Record { schema, record } => {
                 let h = record.header;
-                if wanted_ids.as_ref().is_some_and(|ids| !ids.contains(&h.type_id))
+                if wanted_ids
+                    .as_ref()
+                    .is_some_and(|ids| !ids.contains(&h.type_id))
                     || args.thread.is_some_and(|t| t != record.thread)
                     || args.from.is_some_and(|t| h.timestamp < t.0)
                     || args.to.is_some_and(|t| h.timestamp > t.0)
@@ -324,13 +373,20 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
                     return;
                 }
                 let (name, values) = match schema {
-                    Some(s) => (s.name.as_str(), decode(s, record.payload).map_err(|e| e.to_string())),
+                    Some(s) => (
+                        s.name.as_str(),
+                        decode(s, record.payload).map_err(|e| e.to_string()),
+                    ),
                     None => ("?", Err("no schema".to_owned())),
                 };
                 let r = if args.json {
                     let fields = match (&values, schema) {
                         (Ok(v), Some(s)) => serde_json::Value::Object(
-                            s.fields.iter().zip(v).map(|(f, v)| (f.name.clone(), json_value(v))).collect(),
+                            s.fields
+                                .iter()
+                                .zip(v)
+                                .map(|(f, v)| (f.name.clone(), json_value(v)))
+                                .collect(),
                         ),
                         (Err(e), _) => serde_json::json!({ "error": e }),
                         _ => serde_json::Value::Null,
@@ -352,7 +408,11 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
                         (Err(e), _) => format!("<{e}>"),
                         _ => String::new(),
                     };
-                    let tn = threads.borrow().get(&record.thread).cloned().unwrap_or_default();
+                    let tn = threads
+                        .borrow()
+                        .get(&record.thread)
+                        .cloned()
+                        .unwrap_or_default();
                     writeln!(
                         out,
                         "{:>14.9}  t{:<3} {:<12} #{:<8} {} {{ {} }}",

@@ -9,7 +9,12 @@
 //! - [`record`]: the record layout shared by per-thread rings and trace files;
 //! - [`trace`]: the chunked, crash-safe trace file: [`TraceWriter`] and [`TraceReader`];
 //! - [`spec`]: the TOML sensor specification format.
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 pub mod record;
 pub mod schema;
@@ -19,7 +24,7 @@ pub mod value;
 
 pub use record::{RECORD_HEADER_LEN, RecordHeader, RecordRef};
 pub use schema::{Field, FieldType, Schema, SchemaError, TypeId};
-pub use trace::{TraceEnd, TraceHeader, TraceReader, TraceWriter, ThreadInfo};
+pub use trace::{ThreadInfo, TraceEnd, TraceHeader, TraceReader, TraceWriter};
 pub use value::Value;
 
 /// The name of the built-in event type that reports lost events.

@@ -136,7 +136,12 @@ impl<'a> Iterator for Records<'a> {
             return None;
         }
         let header = match RecordHeader::read(self.bytes) {
-            Some(h) if (h.len as usize) >= RECORD_HEADER_LEN && stride(h.len as usize) <= self.bytes.len() => h,
+            Some(h)
+                if (h.len as usize) >= RECORD_HEADER_LEN
+                    && stride(h.len as usize) <= self.bytes.len() =>
+            {
+                h
+            }
             _ => {
                 self.bytes = &[];
                 return Some(Err(MalformedRecord { offset: 0 }));
@@ -144,16 +149,34 @@ impl<'a> Iterator for Records<'a> {
         };
         let payload = &self.bytes[RECORD_HEADER_LEN..header.len as usize];
         self.bytes = &self.bytes[stride(header.len as usize)..];
-        Some(Ok(RecordRef { thread: self.thread, header, payload }))
+        Some(Ok(RecordRef {
+            thread: self.thread,
+            header,
+            payload,
+        }))
     }
 }
 
 /// Appends one record (header and padded payload) to `out`.
-pub fn push_record(out: &mut Vec<u8>, type_id: u32, timestamp: u64, seq: u64, perturbation: u64, payload: &[u8]) {
+pub fn push_record(
+    out: &mut Vec<u8>,
+    type_id: u32,
+    timestamp: u64,
+    seq: u64,
+    perturbation: u64,
+    payload: &[u8],
+) {
     let len = RECORD_HEADER_LEN + payload.len();
     let start = out.len();
     out.resize(start + stride(len), 0);
-    RecordHeader { len: len as u32, type_id, timestamp, seq, perturbation }.write(&mut out[start..]);
+    RecordHeader {
+        len: len as u32,
+        type_id,
+        timestamp,
+        seq,
+        perturbation,
+    }
+    .write(&mut out[start..]);
     out[start + RECORD_HEADER_LEN..start + len].copy_from_slice(payload);
 }
 

@@ -227,7 +227,10 @@ pub struct Field {
 impl Field {
     /// A field named `name` of type `ty`.
     pub fn new(name: impl Into<String>, ty: FieldType) -> Self {
-        Field { name: name.into(), ty }
+        Field {
+            name: name.into(),
+            ty,
+        }
     }
 }
 
@@ -252,7 +255,9 @@ pub enum SchemaError {
     )]
     BadName(String),
     /// A field has an empty or malformed name.
-    #[error("field name `{field}` of event type `{event}` is not valid: use letters, digits and `_`")]
+    #[error(
+        "field name `{field}` of event type `{event}` is not valid: use letters, digits and `_`"
+    )]
     BadFieldName {
         /// The event type.
         event: String,
@@ -281,8 +286,16 @@ fn valid_name(name: &str, extra: &[char]) -> bool {
 
 impl Schema {
     /// A schema, validated: names well formed, field names unique, id not 0.
-    pub fn new(id: TypeId, name: impl Into<String>, fields: Vec<Field>) -> Result<Self, SchemaError> {
-        let schema = Schema { id, name: name.into(), fields };
+    pub fn new(
+        id: TypeId,
+        name: impl Into<String>,
+        fields: Vec<Field>,
+    ) -> Result<Self, SchemaError> {
+        let schema = Schema {
+            id,
+            name: name.into(),
+            fields,
+        };
         schema.validate()?;
         Ok(schema)
     }
@@ -297,7 +310,10 @@ impl Schema {
         }
         for (i, f) in self.fields.iter().enumerate() {
             if !valid_name(&f.name, &[]) {
-                return Err(SchemaError::BadFieldName { event: self.name.clone(), field: f.name.clone() });
+                return Err(SchemaError::BadFieldName {
+                    event: self.name.clone(),
+                    field: f.name.clone(),
+                });
             }
             if self.fields[..i].iter().any(|g| g.name == f.name) {
                 return Err(SchemaError::DuplicateField {
@@ -344,7 +360,10 @@ mod tests {
     fn parses_field_types() {
         assert_eq!(FieldType::parse("u32"), Some(FieldType::U32));
         assert_eq!(FieldType::parse("string"), Some(FieldType::Str));
-        assert_eq!(FieldType::parse("[f64; 8]"), Some(FieldType::Array(ScalarType::F64, 8)));
+        assert_eq!(
+            FieldType::parse("[f64; 8]"),
+            Some(FieldType::Array(ScalarType::F64, 8))
+        );
         assert_eq!(FieldType::parse("[f64;0]"), None);
         assert_eq!(FieldType::parse("[string; 2]"), None);
         assert_eq!(FieldType::parse("float"), None);
@@ -356,13 +375,27 @@ mod tests {
     #[test]
     fn rejects_bad_schemas() {
         let f = |n: &str| Field::new(n, FieldType::U8);
-        assert!(matches!(Schema::new(1, "", vec![]), Err(SchemaError::BadName(_))));
-        assert!(matches!(Schema::new(0, "a", vec![]), Err(SchemaError::ZeroId(_))));
+        assert!(matches!(
+            Schema::new(1, "", vec![]),
+            Err(SchemaError::BadName(_))
+        ));
+        assert!(matches!(
+            Schema::new(0, "a", vec![]),
+            Err(SchemaError::ZeroId(_))
+        ));
         assert!(matches!(
             Schema::new(1, "a", vec![f("x"), f("x")]),
             Err(SchemaError::DuplicateField { .. })
         ));
-        assert!(matches!(Schema::new(1, "a", vec![f("x y")]), Err(SchemaError::BadFieldName { .. })));
-        assert_eq!(Schema::new(1, "gyr.lost", vec![f("a"), f("b")]).unwrap().fixed_size(), Some(2));
+        assert!(matches!(
+            Schema::new(1, "a", vec![f("x y")]),
+            Err(SchemaError::BadFieldName { .. })
+        ));
+        assert_eq!(
+            Schema::new(1, "gyr.lost", vec![f("a"), f("b")])
+                .unwrap()
+                .fixed_size(),
+            Some(2)
+        );
     }
 }

@@ -80,7 +80,14 @@ pub struct SpecSensor {
 impl SpecSensor {
     /// The schema of this sensor's events, with the given id.
     pub fn schema(&self, id: TypeId) -> Result<Schema, SchemaError> {
-        Schema::new(id, &self.name, self.fields.iter().map(|f| Field::new(&f.name, f.ty)).collect())
+        Schema::new(
+            id,
+            &self.name,
+            self.fields
+                .iter()
+                .map(|f| Field::new(&f.name, f.ty))
+                .collect(),
+        )
     }
 }
 
@@ -166,7 +173,10 @@ impl Spec {
             line_col: None,
             message: format!("cannot read the spec file: {e}"),
         })?;
-        Spec::parse(&text).map_err(|e| SpecError { path: Some(path.display().to_string()), ..e })
+        Spec::parse(&text).map_err(|e| SpecError {
+            path: Some(path.display().to_string()),
+            ..e
+        })
     }
 
     /// Parses a spec from TOML text.
@@ -179,35 +189,58 @@ impl Spec {
         let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError {
             path: None,
             line_col: e.span().map(|s| line_col(text, s.start)),
-            message: format!("{}; see the format in `gyr spec --help`", e.message().trim_end_matches('\n')),
+            message: format!(
+                "{}; see the format in `gyr spec --help`",
+                e.message().trim_end_matches('\n')
+            ),
         })?;
         if raw.sensor.is_empty() {
             return Err(SpecError {
                 path: None,
                 line_col: None,
-                message: "no sensors defined: add a `[[sensor]]` table with a `name` and `fields`".into(),
+                message: "no sensors defined: add a `[[sensor]]` table with a `name` and `fields`"
+                    .into(),
             });
         }
         let mut sensors: Vec<SpecSensor> = Vec::new();
         for spanned in raw.sensor {
             let start = spanned.span().start;
             let s = spanned.into_inner();
-            let kind = match s.kind.as_ref().map(|k| (k.get_ref().as_str(), k.span().start)) {
+            let kind = match s
+                .kind
+                .as_ref()
+                .map(|k| (k.get_ref().as_str(), k.span().start))
+            {
                 None | Some(("tracing", _)) => SensorKind::Tracing,
                 Some(("sampling", _)) => SensorKind::Sampling,
                 Some(("extended", _)) => SensorKind::Extended,
                 Some((other, off)) => {
                     return Err(at(
                         off,
-                        format!("sensor `{}`: unknown kind `{other}`; use `tracing`, `sampling` or `extended`", s.name),
+                        format!(
+                            "sensor `{}`: unknown kind `{other}`; use `tracing`, `sampling` or `extended`",
+                            s.name
+                        ),
                     ));
                 }
             };
             if sensors.iter().any(|o| o.name == s.name) {
-                return Err(at(start, format!("sensor `{}` is defined twice: each sensor needs its own name", s.name)));
+                return Err(at(
+                    start,
+                    format!(
+                        "sensor `{}` is defined twice: each sensor needs its own name",
+                        s.name
+                    ),
+                ));
             }
             if s.name.starts_with("gyr.") {
-                return Err(at(start, format!("sensor `{}`: names starting with `gyr.` are reserved for gyr's own events", s.name)));
+                return Err(at(
+                    start,
+                    format!(
+                        "sensor `{}`: names starting with `gyr.` are reserved for gyr's own events",
+                        s.name
+                    ),
+                ));
             }
             let mut fields = Vec::new();
             for (i, f) in s.fields.into_iter().enumerate() {
@@ -225,16 +258,31 @@ impl Spec {
                         ),
                     )
                 })?;
-                fields.push(SpecField { name: f.name, ty, unit: f.unit, description: f.description });
+                fields.push(SpecField {
+                    name: f.name,
+                    ty,
+                    unit: f.unit,
+                    description: f.description,
+                });
             }
-            let sensor = SpecSensor { name: s.name, kind, description: s.description, fields };
+            let sensor = SpecSensor {
+                name: s.name,
+                kind,
+                description: s.description,
+                fields,
+            };
             sensor.schema(1).map_err(|e| at(start, e.to_string()))?;
             if kind == SensorKind::Sampling
-                && !(sensor.fields.len() == 1 && sensor.fields[0].ty.scalar().is_some() && sensor.fields[0].ty.is_numeric())
+                && !(sensor.fields.len() == 1
+                    && sensor.fields[0].ty.scalar().is_some()
+                    && sensor.fields[0].ty.is_numeric())
             {
                 return Err(at(
                     start,
-                    format!("sampling sensor `{}` must have exactly one numeric field (the sampled value)", sensor.name),
+                    format!(
+                        "sampling sensor `{}` must have exactly one numeric field (the sampled value)",
+                        sensor.name
+                    ),
                 ));
             }
             sensors.push(sensor);
@@ -269,24 +317,35 @@ fields = [{ name = "value", type = "u64" }]
         .unwrap();
         assert_eq!(spec.sensors.len(), 2);
         assert_eq!(spec.sensors[1].kind, SensorKind::Sampling);
-        assert_eq!(spec.sensors[0].schema(5).unwrap().fixed_size(), Some(4 + 32));
+        assert_eq!(
+            spec.sensors[0].schema(5).unwrap().fixed_size(),
+            Some(4 + 32)
+        );
     }
 
     #[test]
     fn explains_bad_specs() {
         let e = err("[[sensor]]\nname = \"a\"\nfields = [{ name = \"x\", type = \"float\" }]\n");
-        assert!(e.starts_with("3:11: sensor `a`, field 1 (`x`): unknown type `float`"), "{e}");
+        assert!(
+            e.starts_with("3:11: sensor `a`, field 1 (`x`): unknown type `float`"),
+            "{e}"
+        );
         let e = err("[[sensor]]\nname = \"a\"\nkind = \"sampled\"\n");
         assert!(e.contains("unknown kind `sampled`"), "{e}");
         let e = err("[[sensor]]\nname = \"a\"\n[[sensor]]\nname = \"a\"\n");
         assert!(e.contains("defined twice"), "{e}");
-        let e = err("[[sensor]]\nname = \"a\"\nfields = [{ name = \"x\", type = \"u8\" }, { name = \"x\", type = \"u8\" }]\n");
+        let e = err(
+            "[[sensor]]\nname = \"a\"\nfields = [{ name = \"x\", type = \"u8\" }, { name = \"x\", type = \"u8\" }]\n",
+        );
         assert!(e.contains("two fields named `x`"), "{e}");
         let e = err("[[sensor]]\nnme = \"a\"\n");
         assert!(e.starts_with("2:1:"), "{e}");
         assert!(err("").contains("no sensors defined"));
         assert!(err("[[sensor]]\nname = \"gyr.x\"\n").contains("reserved"));
-        assert!(err("[[sensor]]\nname = \"s\"\nkind = \"sampling\"\nfields = []\n").contains("exactly one numeric field"));
+        assert!(
+            err("[[sensor]]\nname = \"s\"\nkind = \"sampling\"\nfields = []\n")
+                .contains("exactly one numeric field")
+        );
         assert!(err("[[sensor]]\nname = \"bad name\"\n").contains("not valid"));
         assert!(err("[[sensor\n").starts_with("1:"));
     }

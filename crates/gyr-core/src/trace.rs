@@ -39,7 +39,9 @@
 //! [`ThreadInfo`] and [`TraceEnd`]. A records body is the thread id (`u64` LE) followed by
 //! that thread's records, laid out as [`crate::record`] describes, timestamps in ns.
 //!
-//! Chunk 0 holds exactly one header block. A file closed cleanly ends with an end block;
+//! Chunk 0 holds exactly one header block. Every later chunk starts with the schema and thread
+//! blocks written so far, so each chunk decodes on its own: a damaged chunk costs only its own
+//! records, and a reader can start at any chunk. A file closed cleanly ends with an end block;
 //! its absence means the writer did not finish (it was killed, or is still running).
 //!
 //! # Example
@@ -175,6 +177,8 @@ pub struct TraceWriter<W: Write> {
     next_index: u32,
     chunk_target: usize,
     bytes_written: u64,
+    /// Schema and thread blocks written so far, repeated at the start of every chunk.
+    known: Vec<u8>,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -186,13 +190,17 @@ impl<W: Write> TraceWriter<W> {
             next_index: 0,
             chunk_target: DEFAULT_CHUNK_TARGET,
             bytes_written: 0,
+            known: Vec::new(),
         };
         let mut preamble = [0u8; PREAMBLE_LEN];
         preamble[..8].copy_from_slice(&FILE_MAGIC);
         preamble[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         w.out.write_all(&preamble)?;
         w.bytes_written = PREAMBLE_LEN as u64;
-        w.block(KIND_HEADER, &postcard::to_stdvec(header).map_err(io::Error::other)?);
+        w.block(
+            KIND_HEADER,
+            &postcard::to_stdvec(header).map_err(io::Error::other)?,
+        );
         w.flush()?;
         Ok(w)
     }
@@ -212,6 +220,9 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn block_parts(&mut self, kind: u8, parts: &[&[u8]]) {
+        if self.chunk.is_empty() && self.next_index > 0 {
+            self.chunk.extend_from_slice(&self.known);
+        }
         let len: usize = parts.iter().map(|p| p.len()).sum();
         self.chunk.extend_from_slice(&[kind, 0, 0, 0]);
         self.chunk.extend_from_slice(&(len as u32).to_le_bytes());
@@ -222,19 +233,43 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn maybe_flush_chunk(&mut self) -> io::Result<()> {
-        if self.chunk.len() >= self.chunk_target { self.write_chunk() } else { Ok(()) }
+        if self.chunk.len() >= self.chunk_target {
+            self.write_chunk()
+        } else {
+            Ok(())
+        }
     }
 
     /// Records a schema; call before writing the first record of its type.
     pub fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        self.block(KIND_SCHEMA, &postcard::to_stdvec(schema).map_err(io::Error::other)?);
+        self.described_block(
+            KIND_SCHEMA,
+            &postcard::to_stdvec(schema).map_err(io::Error::other)?,
+        )
+    }
+
+    /// Writes a schema or thread block and remembers it for the start of later chunks.
+    fn described_block(&mut self, kind: u8, body: &[u8]) -> io::Result<()> {
+        let start = self
+            .chunk
+            .len()
+            .max(if self.chunk.is_empty() && self.next_index > 0 {
+                self.known.len()
+            } else {
+                0
+            });
+        self.block(kind, body);
+        let block = self.chunk[start..].to_vec();
+        self.known.extend_from_slice(&block);
         self.maybe_flush_chunk()
     }
 
     /// Records a thread's name and operating-system id.
     pub fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
-        self.block(KIND_THREAD, &postcard::to_stdvec(info).map_err(io::Error::other)?);
-        self.maybe_flush_chunk()
+        self.described_block(
+            KIND_THREAD,
+            &postcard::to_stdvec(info).map_err(io::Error::other)?,
+        )
     }
 
     /// Appends records of `thread`, laid out as [`crate::record`] describes (timestamps in ns).
@@ -273,7 +308,10 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes the end block, flushes, and returns the output.
     pub fn finish(mut self, end: &TraceEnd) -> io::Result<W> {
-        self.block(KIND_END, &postcard::to_stdvec(end).map_err(io::Error::other)?);
+        self.block(
+            KIND_END,
+            &postcard::to_stdvec(end).map_err(io::Error::other)?,
+        );
         self.flush()?;
         Ok(self.out)
     }
@@ -292,13 +330,17 @@ pub enum OpenError {
         source: io::Error,
     },
     /// The file does not start with gyr's magic bytes.
-    #[error("{path} is not a gyr trace (it does not start with `GYRTRACE`); gyr reads the files written by its trace-file sink")]
+    #[error(
+        "{path} is not a gyr trace (it does not start with `GYRTRACE`); gyr reads the files written by its trace-file sink"
+    )]
     NotATrace {
         /// The path given.
         path: String,
     },
     /// The file is a trace of a format version this reader does not know.
-    #[error("{path} is a gyr trace of format version {version}; this gyr reads version {FORMAT_VERSION}: use a matching gyr")]
+    #[error(
+        "{path} is a gyr trace of format version {version}; this gyr reads version {FORMAT_VERSION}: use a matching gyr"
+    )]
     UnsupportedVersion {
         /// The path given.
         path: String,
@@ -371,22 +413,42 @@ impl Damage {
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Damage::Truncated { chunk, offset, present } => write!(
+            Damage::Truncated {
+                chunk,
+                offset,
+                present,
+            } => write!(
                 f,
                 "the file ends inside chunk {chunk} (at byte {offset}, {present} bytes present): \
                  the writer did not finish it (killed, crashed, or still running)"
             ),
             Damage::BadChecksum { chunk, offset } => {
-                write!(f, "chunk {chunk} at byte {offset} is corrupt (checksum mismatch); its records were skipped")
+                write!(
+                    f,
+                    "chunk {chunk} at byte {offset} is corrupt (checksum mismatch); its records were skipped"
+                )
             }
             Damage::Skipped { offset, len } => {
-                write!(f, "{len} unreadable bytes at byte {offset} were skipped (no valid chunk starts there)")
+                write!(
+                    f,
+                    "{len} unreadable bytes at byte {offset} were skipped (no valid chunk starts there)"
+                )
             }
-            Damage::BadBlock { chunk, offset, what } => {
-                write!(f, "chunk {chunk} at byte {offset} holds a malformed block ({what}); the rest of the chunk was skipped")
+            Damage::BadBlock {
+                chunk,
+                offset,
+                what,
+            } => {
+                write!(
+                    f,
+                    "chunk {chunk} at byte {offset} holds a malformed block ({what}); the rest of the chunk was skipped"
+                )
             }
             Damage::UnknownType { type_id, records } => {
-                write!(f, "{records} records of type id {type_id} have no schema in the file and were skipped")
+                write!(
+                    f,
+                    "{records} records of type id {type_id} have no schema in the file and were skipped"
+                )
             }
         }
     }
@@ -449,8 +511,12 @@ impl TraceReader<io::BufReader<std::fs::File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| OpenError::Io { path: shown.clone(), source })?;
-        TraceReader::new(io::BufReader::with_capacity(1 << 20, file)).map_err(|e| e.with_path(&shown))
+        let file = std::fs::File::open(path).map_err(|source| OpenError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        TraceReader::new(io::BufReader::with_capacity(1 << 20, file))
+            .map_err(|e| e.with_path(&shown))
     }
 }
 
@@ -460,7 +526,9 @@ impl OpenError {
         match self {
             OpenError::Io { source, .. } => OpenError::Io { path, source },
             OpenError::NotATrace { .. } => OpenError::NotATrace { path },
-            OpenError::UnsupportedVersion { version, .. } => OpenError::UnsupportedVersion { path, version },
+            OpenError::UnsupportedVersion { version, .. } => {
+                OpenError::UnsupportedVersion { path, version }
+            }
             OpenError::BadHeader { what, .. } => OpenError::BadHeader { path, what },
         }
     }
@@ -494,20 +562,31 @@ enum ChunkRead {
 impl<R: Read + Seek> TraceReader<R> {
     /// Starts reading a trace from `r`: checks the preamble and reads the header chunk.
     pub fn new(mut r: R) -> Result<Self, OpenError> {
-        let io_err = |source| OpenError::Io { path: String::from("<input>"), source };
+        let io_err = |source| OpenError::Io {
+            path: String::from("<input>"),
+            source,
+        };
         let len = r.seek(SeekFrom::End(0)).map_err(io_err)?;
         r.seek(SeekFrom::Start(0)).map_err(io_err)?;
         let mut pre = [0u8; PREAMBLE_LEN];
         let n = read_full(&mut r, &mut pre).map_err(io_err)?;
         if n < 8 || pre[..8] != FILE_MAGIC {
-            return Err(OpenError::NotATrace { path: String::from("<input>") });
+            return Err(OpenError::NotATrace {
+                path: String::from("<input>"),
+            });
         }
         if n < PREAMBLE_LEN {
-            return Err(OpenError::BadHeader { path: String::from("<input>"), what: "missing".into() });
+            return Err(OpenError::BadHeader {
+                path: String::from("<input>"),
+                what: "missing".into(),
+            });
         }
         let version = u32::from_le_bytes(pre[8..12].try_into().unwrap());
         if version != FORMAT_VERSION {
-            return Err(OpenError::UnsupportedVersion { path: String::from("<input>"), version });
+            return Err(OpenError::UnsupportedVersion {
+                path: String::from("<input>"),
+                version,
+            });
         }
         let mut reader = TraceReader {
             r,
@@ -520,18 +599,24 @@ impl<R: Read + Seek> TraceReader<R> {
             unknown: HashMap::new(),
             done: false,
         };
-        let bad = |what: &str| OpenError::BadHeader { path: String::from("<input>"), what: what.into() };
+        let bad = |what: &str| OpenError::BadHeader {
+            path: String::from("<input>"),
+            what: what.into(),
+        };
         let chunk = match reader.read_chunk_at_offset().map_err(io_err)? {
             Ok(c) if c.index == 0 => c,
             Ok(_) => return Err(bad("missing (the first chunk is not chunk 0)")),
-            Err(Damage::Truncated { .. }) => return Err(bad("incomplete (the writer stopped while writing it)")),
+            Err(Damage::Truncated { .. }) => {
+                return Err(bad("incomplete (the writer stopped while writing it)"));
+            }
             Err(_) => return Err(bad("corrupt (checksum mismatch)")),
         };
         let body = match parse_blocks(&chunk.payload).next() {
             Some(Ok((KIND_HEADER, body))) => body,
             _ => return Err(bad("malformed (no header block)")),
         };
-        reader.header = postcard::from_bytes(body).map_err(|_| bad("malformed (header does not decode)"))?;
+        reader.header =
+            postcard::from_bytes(body).map_err(|_| bad("malformed (header does not decode)"))?;
         reader.summary.chunks = 1;
         reader.offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
         Ok(reader)
@@ -564,12 +649,20 @@ impl<R: Read + Seek> TraceReader<R> {
         self.r.seek(SeekFrom::Start(offset))?;
         let mut h = [0u8; CHUNK_HEADER_LEN];
         let n = read_full(&mut self.r, &mut h)?;
-        let index_guess = if n >= 16 { u32::from_le_bytes(h[12..16].try_into().unwrap()) } else { 0 };
+        let index_guess = if n >= 16 {
+            u32::from_le_bytes(h[12..16].try_into().unwrap())
+        } else {
+            0
+        };
         if n < CHUNK_HEADER_LEN {
-            return Ok(Err(Damage::Truncated { chunk: index_guess, offset, present: n as u64 }));
+            return Ok(Err(Damage::Truncated {
+                chunk: index_guess,
+                offset,
+                present: n as u64,
+            }));
         }
         let len = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
-        if h[..4] != CHUNK_MAGIC || len > MAX_CHUNK_PAYLOAD || len % 8 != 0 {
+        if h[..4] != CHUNK_MAGIC || len > MAX_CHUNK_PAYLOAD || !len.is_multiple_of(8) {
             return Ok(Err(Damage::Skipped { offset, len: 0 }));
         }
         let crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
@@ -584,12 +677,23 @@ impl<R: Read + Seek> TraceReader<R> {
         let mut payload = vec![0u8; len];
         let got = read_full(&mut self.r, &mut payload)?;
         if got < len {
-            return Ok(Err(Damage::Truncated { chunk: index_guess, offset, present: got as u64 }));
+            return Ok(Err(Damage::Truncated {
+                chunk: index_guess,
+                offset,
+                present: got as u64,
+            }));
         }
         if crc32fast::hash(&payload) != crc {
-            return Ok(Err(Damage::BadChecksum { chunk: index_guess, offset }));
+            return Ok(Err(Damage::BadChecksum {
+                chunk: index_guess,
+                offset,
+            }));
         }
-        Ok(Ok(RawChunk { index: index_guess, offset, payload }))
+        Ok(Ok(RawChunk {
+            index: index_guess,
+            offset,
+            payload,
+        }))
     }
 
     /// Scans forward from `from` for the next offset holding a valid chunk.
@@ -608,7 +712,7 @@ impl<R: Read + Seek> TraceReader<R> {
                     let candidate = pos + i as u64;
                     let saved = self.offset;
                     self.offset = candidate;
-                    let ok = matches!(self.read_chunk_at_offset()?, Ok(_));
+                    let ok = self.read_chunk_at_offset()?.is_ok();
                     self.offset = saved;
                     if ok {
                         return Ok(Some(candidate));
@@ -639,22 +743,27 @@ impl<R: Read + Seek> TraceReader<R> {
                         Some(next) => {
                             match damage {
                                 Damage::Skipped { .. } => {
-                                    self.summary.damage.push(Damage::Skipped { offset: at, len: next - at })
+                                    self.summary.damage.push(Damage::Skipped {
+                                        offset: at,
+                                        len: next - at,
+                                    })
                                 }
                                 // A chunk whose end lies beyond a later valid chunk was damaged
                                 // in place, not cut off.
-                                Damage::Truncated { chunk, offset, .. } => {
-                                    self.summary.damage.push(Damage::BadChecksum { chunk, offset })
-                                }
+                                Damage::Truncated { chunk, offset, .. } => self
+                                    .summary
+                                    .damage
+                                    .push(Damage::BadChecksum { chunk, offset }),
                                 other => self.summary.damage.push(other),
                             }
                             self.offset = next;
                         }
                         None => {
                             self.summary.damage.push(match damage {
-                                Damage::Skipped { offset, .. } => {
-                                    Damage::Skipped { offset, len: self.len - offset }
-                                }
+                                Damage::Skipped { offset, .. } => Damage::Skipped {
+                                    offset,
+                                    len: self.len - offset,
+                                },
                                 other => other,
                             });
                             self.done = true;
@@ -684,7 +793,11 @@ impl<R: Read + Seek> TraceReader<R> {
                 }
             };
             for block in parse_blocks(&chunk.payload) {
-                let bad = |what: String| Damage::BadBlock { chunk: chunk.index, offset: chunk.offset, what };
+                let bad = |what: String| Damage::BadBlock {
+                    chunk: chunk.index,
+                    offset: chunk.offset,
+                    what,
+                };
                 let (kind, body) = match block {
                     Ok(b) => b,
                     Err(what) => {
@@ -695,29 +808,44 @@ impl<R: Read + Seek> TraceReader<R> {
                 match kind {
                     KIND_SCHEMA => match postcard::from_bytes::<Schema>(body) {
                         Ok(s) if s.validate().is_ok() => {
-                            let id = s.id;
-                            self.schemas.insert(id, s);
-                            f(Item::Schema(&self.schemas[&id]));
+                            // Chunks repeat the schemas: report each one once.
+                            if self.schemas.get(&s.id) != Some(&s) {
+                                let id = s.id;
+                                self.schemas.insert(id, s);
+                                f(Item::Schema(&self.schemas[&id]));
+                            }
                         }
-                        _ => self.summary.damage.push(bad("a schema does not decode".into())),
+                        _ => self
+                            .summary
+                            .damage
+                            .push(bad("a schema does not decode".into())),
                     },
                     KIND_THREAD => match postcard::from_bytes::<ThreadInfo>(body) {
                         Ok(t) => {
-                            let id = t.id;
-                            self.threads.insert(id, t);
-                            f(Item::Thread(&self.threads[&id]));
+                            if self.threads.get(&t.id) != Some(&t) {
+                                let id = t.id;
+                                self.threads.insert(id, t);
+                                f(Item::Thread(&self.threads[&id]));
+                            }
                         }
-                        Err(_) => self.summary.damage.push(bad("a thread block does not decode".into())),
+                        Err(_) => self
+                            .summary
+                            .damage
+                            .push(bad("a thread block does not decode".into())),
                     },
                     KIND_RECORDS => {
                         let Some(thread) = body.get(..8) else {
-                            self.summary.damage.push(bad("a records block is too short".into()));
+                            self.summary
+                                .damage
+                                .push(bad("a records block is too short".into()));
                             continue;
                         };
                         let thread = u64::from_le_bytes(thread.try_into().unwrap());
                         for rec in Records::new(thread, &body[8..]) {
                             let Ok(record) = rec else {
-                                self.summary.damage.push(bad("a record has an impossible length".into()));
+                                self.summary
+                                    .damage
+                                    .push(bad("a record has an impossible length".into()));
                                 break;
                             };
                             self.summary.records += 1;
@@ -733,17 +861,25 @@ impl<R: Read + Seek> TraceReader<R> {
                             self.summary.clean_end = true;
                             f(Item::End(&end));
                         }
-                        Err(_) => self.summary.damage.push(bad("the end block does not decode".into())),
+                        Err(_) => self
+                            .summary
+                            .damage
+                            .push(bad("the end block does not decode".into())),
                     },
                     KIND_HEADER => {}
-                    other => self.summary.damage.push(bad(format!("unknown block kind {other}"))),
+                    other => self
+                        .summary
+                        .damage
+                        .push(bad(format!("unknown block kind {other}"))),
                 }
             }
         }
         let mut unknown: Vec<_> = self.unknown.drain().collect();
         unknown.sort();
         for (type_id, records) in unknown {
-            self.summary.damage.push(Damage::UnknownType { type_id, records });
+            self.summary
+                .damage
+                .push(Damage::UnknownType { type_id, records });
         }
     }
 }
@@ -763,7 +899,9 @@ fn parse_blocks(payload: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), Stri
         let len = u32::from_le_bytes(rest[4..8].try_into().unwrap()) as usize;
         if 8 + stride(len) > rest.len() {
             rest = &[];
-            return Some(Err(format!("a block claims {len} bytes but the chunk has fewer")));
+            return Some(Err(format!(
+                "a block claims {len} bytes but the chunk has fewer"
+            )));
         }
         let body = &rest[8..8 + len];
         rest = &rest[8 + stride(len)..];
@@ -786,18 +924,35 @@ mod tests {
         let mut n = 0;
         for c in 0..chunks {
             let mut recs = Vec::new();
-            push_record(&mut recs, 2, c as u64, c as u64 + 1, 0, &(c as u64).to_le_bytes());
+            push_record(
+                &mut recs,
+                2,
+                c as u64,
+                c as u64 + 1,
+                0,
+                &(c as u64).to_le_bytes(),
+            );
             w.records(1, &recs).unwrap();
             n += 1;
         }
-        (w.finish(&TraceEnd { records: n, ..TraceEnd::default() }).unwrap(), n)
+        (
+            w.finish(&TraceEnd {
+                records: n,
+                ..TraceEnd::default()
+            })
+            .unwrap(),
+            n,
+        )
     }
 
     fn count(bytes: Vec<u8>) -> (u64, ReadSummary) {
         let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
         let mut n = 0;
         r.for_each_item(|i| {
-            if let Item::Record { schema: Some(_), .. } = i {
+            if let Item::Record {
+                schema: Some(_), ..
+            } = i
+            {
                 n += 1
             }
         });
@@ -826,12 +981,24 @@ mod tests {
 
     #[test]
     fn rejects_foreign_and_empty_input() {
-        assert!(matches!(TraceReader::new(Cursor::new(b"hello world, not a trace".to_vec())), Err(OpenError::NotATrace { .. })));
-        assert!(matches!(TraceReader::new(Cursor::new(Vec::new())), Err(OpenError::NotATrace { .. })));
+        assert!(matches!(
+            TraceReader::new(Cursor::new(b"hello world, not a trace".to_vec())),
+            Err(OpenError::NotATrace { .. })
+        ));
+        assert!(matches!(
+            TraceReader::new(Cursor::new(Vec::new())),
+            Err(OpenError::NotATrace { .. })
+        ));
         let (bytes, _) = sample_trace(1);
-        assert!(matches!(TraceReader::new(Cursor::new(bytes[..30].to_vec())), Err(OpenError::BadHeader { .. })));
+        assert!(matches!(
+            TraceReader::new(Cursor::new(bytes[..30].to_vec())),
+            Err(OpenError::BadHeader { .. })
+        ));
         let mut v2 = bytes.clone();
         v2[8] = 9;
-        assert!(matches!(TraceReader::new(Cursor::new(v2)), Err(OpenError::UnsupportedVersion { version: 9, .. })));
+        assert!(matches!(
+            TraceReader::new(Cursor::new(v2)),
+            Err(OpenError::UnsupportedVersion { version: 9, .. })
+        ));
     }
 }

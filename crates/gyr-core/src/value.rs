@@ -143,13 +143,18 @@ pub fn decode(schema: &Schema, payload: &[u8]) -> Result<Vec<Value>, PayloadErro
     let mut out = Vec::with_capacity(schema.fields.len());
     let mut at = 0usize;
     for field in &schema.fields {
-        let short = || PayloadError::Short { event: schema.name.clone(), field: field.name.clone() };
+        let short = || PayloadError::Short {
+            event: schema.name.clone(),
+            field: field.name.clone(),
+        };
         let value = match field.ty {
             FieldType::Str | FieldType::Bytes => {
                 let len_bytes = payload.get(at..at + 4).ok_or_else(short)?;
                 let len = u32::from_le_bytes(len_bytes.try_into().unwrap()) as usize;
                 at += 4;
-                let bytes = payload.get(at..at.checked_add(len).ok_or_else(short)?).ok_or_else(short)?;
+                let bytes = payload
+                    .get(at..at.checked_add(len).ok_or_else(short)?)
+                    .ok_or_else(short)?;
                 at += len;
                 if field.ty == FieldType::Str {
                     let s = std::str::from_utf8(bytes).map_err(|_| PayloadError::BadUtf8 {
@@ -165,7 +170,12 @@ pub fn decode(schema: &Schema, payload: &[u8]) -> Result<Vec<Value>, PayloadErro
                 let size = s.size();
                 let bytes = payload.get(at..at + size * n as usize).ok_or_else(short)?;
                 at += bytes.len();
-                Value::Array(bytes.chunks_exact(size).map(|c| read_scalar(s, c)).collect())
+                Value::Array(
+                    bytes
+                        .chunks_exact(size)
+                        .map(|c| read_scalar(s, c))
+                        .collect(),
+                )
             }
             ty => {
                 let s = ty.scalar().expect("every other field type is a scalar");
@@ -221,7 +231,8 @@ fn scalar_fits(s: ScalarType, v: &Value) -> bool {
         (ScalarType::I32, Value::Int(x)) => i32::try_from(*x).is_ok(),
         (ScalarType::I64, Value::Int(_)) => true,
         (ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64, Value::UInt(x)) => {
-            scalar_fits(s, &Value::Int(i64::try_from(*x).unwrap_or(i64::MAX))) && *x <= i64::MAX as u64
+            scalar_fits(s, &Value::Int(i64::try_from(*x).unwrap_or(i64::MAX)))
+                && *x <= i64::MAX as u64
         }
         (ScalarType::U8, Value::UInt(x)) => *x <= u8::MAX as u64,
         (ScalarType::U16, Value::UInt(x)) => *x <= u16::MAX as u64,
@@ -230,7 +241,9 @@ fn scalar_fits(s: ScalarType, v: &Value) -> bool {
         (ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64, Value::Int(x)) => {
             *x >= 0 && scalar_fits(s, &Value::UInt(*x as u64))
         }
-        (ScalarType::F32 | ScalarType::F64, Value::Float(_) | Value::Int(_) | Value::UInt(_)) => true,
+        (ScalarType::F32 | ScalarType::F64, Value::Float(_) | Value::Int(_) | Value::UInt(_)) => {
+            true
+        }
         (ScalarType::Bool, Value::Bool(_)) => true,
         _ => false,
     }
@@ -334,15 +347,27 @@ mod tests {
         let bytes = encode(&schema, &values).unwrap();
         assert_eq!(bytes.len(), 1 + 8 + 4 + 1 + (4 + 6) + (4 + 2) + 6);
         assert_eq!(decode(&schema, &bytes).unwrap(), values);
-        assert!(matches!(decode(&schema, &bytes[..bytes.len() - 1]), Err(PayloadError::Short { .. })));
+        assert!(matches!(
+            decode(&schema, &bytes[..bytes.len() - 1]),
+            Err(PayloadError::Short { .. })
+        ));
     }
 
     #[test]
     fn rejects_values_that_do_not_fit() {
         let schema = Schema::new(3, "s", vec![Field::new("a", FieldType::U8)]).unwrap();
-        assert!(matches!(encode(&schema, &[Value::UInt(256)]), Err(PayloadError::Mismatch { .. })));
-        assert!(matches!(encode(&schema, &[Value::Int(-1)]), Err(PayloadError::Mismatch { .. })));
-        assert!(matches!(encode(&schema, &[]), Err(PayloadError::Arity { .. })));
+        assert!(matches!(
+            encode(&schema, &[Value::UInt(256)]),
+            Err(PayloadError::Mismatch { .. })
+        ));
+        assert!(matches!(
+            encode(&schema, &[Value::Int(-1)]),
+            Err(PayloadError::Mismatch { .. })
+        ));
+        assert!(matches!(
+            encode(&schema, &[]),
+            Err(PayloadError::Arity { .. })
+        ));
         assert_eq!(encode(&schema, &[Value::Int(7)]).unwrap(), vec![7]);
     }
 }

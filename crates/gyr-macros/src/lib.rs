@@ -43,7 +43,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                     name = lit.value();
                     Ok(())
                 } else {
-                    Err(meta.error("unknown sensor attribute; the one supported is `name = \"...\"`"))
+                    Err(meta
+                        .error("unknown sensor attribute; the one supported is `name = \"...\"`"))
                 }
             })?;
         }
@@ -53,13 +54,24 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             Fields::Named(f) => f.named.iter().collect::<Vec<_>>(),
             Fields::Unit => Vec::new(),
             Fields::Unnamed(_) => {
-                return Err(syn::Error::new_spanned(ident, "Sensor needs named fields: they name the event's fields"));
+                return Err(syn::Error::new_spanned(
+                    ident,
+                    "Sensor needs named fields: they name the event's fields",
+                ));
             }
         },
-        _ => return Err(syn::Error::new_spanned(ident, "Sensor can be derived for structs only")),
+        _ => {
+            return Err(syn::Error::new_spanned(
+                ident,
+                "Sensor can be derived for structs only",
+            ));
+        }
     };
     let names: Vec<_> = fields.iter().map(|f| f.ident.clone().unwrap()).collect();
-    let name_strs: Vec<_> = names.iter().map(|n| n.to_string().trim_start_matches("r#").to_owned()).collect();
+    let name_strs: Vec<_> = names
+        .iter()
+        .map(|n| n.to_string().trim_start_matches("r#").to_owned())
+        .collect();
     let types: Vec<_> = fields.iter().map(|f| &f.ty).collect();
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     Ok(quote! {

@@ -26,7 +26,11 @@ pub(crate) fn clock() -> &'static Clock {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        Clock { q, start_raw, start_unix_ns }
+        Clock {
+            q,
+            start_raw,
+            start_unix_ns,
+        }
     })
 }
 
@@ -54,12 +58,20 @@ impl Clock {
 
     pub(crate) fn ticks_per_second(&self) -> f64 {
         let ns = self.ticks_to_ns(1 << 40);
-        if ns == 0 { 1e9 } else { (1u64 << 40) as f64 * 1e9 / ns as f64 }
+        if ns == 0 {
+            1e9
+        } else {
+            (1u64 << 40) as f64 * 1e9 / ns as f64
+        }
     }
 
     /// `tsc` when ticks are not nanoseconds (quanta found an invariant TSC), else `monotonic`.
     pub(crate) fn source(&self) -> &'static str {
-        if (self.ticks_per_second() - 1e9).abs() < 1e3 { "monotonic" } else { "tsc" }
+        if (self.ticks_per_second() - 1e9).abs() < 1e3 {
+            "monotonic"
+        } else {
+            "tsc"
+        }
     }
 }
 

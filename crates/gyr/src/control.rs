@@ -87,7 +87,9 @@ impl<T: Copy> Setting<T> {
 #[non_exhaustive]
 pub enum ControlError {
     /// The rate is not positive.
-    #[error("rate {0} is not valid: give a positive number of events per second, or every N with N >= 1")]
+    #[error(
+        "rate {0} is not valid: give a positive number of events per second, or every N with N >= 1"
+    )]
     BadRate(String),
 }
 
@@ -100,7 +102,10 @@ fn controls_mut<'a>(list: &'a mut Vec<(String, Controls)>, name: &str) -> &'a mu
 }
 
 fn controls(list: &[(String, Controls)], name: &str) -> Controls {
-    list.iter().find(|(n, _)| n == name).map(|(_, c)| *c).unwrap_or_default()
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, c)| *c)
+        .unwrap_or_default()
 }
 
 /// Switches sensors on or off.
@@ -109,7 +114,9 @@ pub fn set_enabled(target: &Target, on: bool) {
     match target {
         Target::Global => reg.global.enabled = Setting::Set(on),
         Target::Type(n) => controls_mut(&mut reg.type_controls, n).enabled = Setting::Set(on),
-        Target::Instance(n) => controls_mut(&mut reg.instance_controls, n).enabled = Setting::Set(on),
+        Target::Instance(n) => {
+            controls_mut(&mut reg.instance_controls, n).enabled = Setting::Set(on)
+        }
     }
     recompute(&mut reg);
 }
@@ -118,14 +125,18 @@ pub fn set_enabled(target: &Target, on: bool) {
 pub fn set_rate(target: &Target, rate: Rate) -> Result<(), ControlError> {
     match rate {
         Rate::EveryNth(0) => return Err(ControlError::BadRate("every 0th".into())),
-        Rate::PerSecond(r) if !(r > 0.0 && r.is_finite()) => return Err(ControlError::BadRate(format!("{r}/s"))),
+        Rate::PerSecond(r) if !(r > 0.0 && r.is_finite()) => {
+            return Err(ControlError::BadRate(format!("{r}/s")));
+        }
         _ => {}
     }
     let mut reg = registry();
     match target {
         Target::Global => reg.global.rate = Setting::Set(rate),
         Target::Type(n) => controls_mut(&mut reg.type_controls, n).rate = Setting::Set(rate),
-        Target::Instance(n) => controls_mut(&mut reg.instance_controls, n).rate = Setting::Set(rate),
+        Target::Instance(n) => {
+            controls_mut(&mut reg.instance_controls, n).rate = Setting::Set(rate)
+        }
     }
     recompute(&mut reg);
     Ok(())
@@ -170,7 +181,8 @@ pub fn sensors() -> Vec<SensorStatus> {
     for i in &reg.instances {
         let tc = controls(&reg.type_controls, &i.type_name);
         let ic = controls(&reg.instance_controls, &i.name);
-        let enabled = reg.global.enabled.get_or(true) && tc.enabled.get_or(true) && ic.enabled.get_or(true);
+        let enabled =
+            reg.global.enabled.get_or(true) && tc.enabled.get_or(true) && ic.enabled.get_or(true);
         out.push(SensorStatus {
             type_name: i.type_name.clone(),
             instance: Some(i.name.clone()),
@@ -203,7 +215,9 @@ pub(crate) fn recompute(reg: &mut Registry) {
         let tc = controls(&reg.type_controls, &i.type_name);
         let ic = controls(&reg.instance_controls, &i.name);
         let on = global_on && tc.enabled.get_or(true) && ic.enabled.get_or(true);
-        i.handle.limits.apply(ic.rate.or(tc.rate).or(reg.global.rate).get_or(Rate::All));
+        i.handle
+            .limits
+            .apply(ic.rate.or(tc.rate).or(reg.global.rate).get_or(Rate::All));
         let state = match (on, i.handle.limits.is_limited()) {
             (false, _) => STATE_OFF,
             (true, false) => STATE_ON,

@@ -35,7 +35,10 @@ impl DynamicSensor {
     /// Registers (or finds) the event type `name` with `fields`.
     pub fn register(name: &str, fields: Vec<Field>) -> Result<Self, RegisterError> {
         let ty = registry::register_dynamic(name, fields.clone(), "dynamic")?;
-        Ok(DynamicSensor { ty, schema: Schema::new(ty.id(), name, fields)? })
+        Ok(DynamicSensor {
+            ty,
+            schema: Schema::new(ty.id(), name, fields)?,
+        })
     }
 
     /// The event type's schema.
@@ -47,7 +50,9 @@ impl DynamicSensor {
     /// the schema are refused with an error saying which field and why.
     pub fn emit(&self, values: &[Value]) -> Result<(), PayloadError> {
         let len = encoded_len(&self.schema, values)?;
-        emit_limited(self.ty, &self.ty.limits, len, |out| encode_into(&self.schema, values, out));
+        emit_limited(self.ty, &self.ty.limits, len, |out| {
+            encode_into(&self.schema, values, out)
+        });
         Ok(())
     }
 }

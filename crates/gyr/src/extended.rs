@@ -35,7 +35,10 @@ pub struct Threshold {
 impl Threshold {
     /// A filter passing moves larger than `threshold`.
     pub fn new(threshold: f64) -> Self {
-        Threshold { threshold, last: None }
+        Threshold {
+            threshold,
+            last: None,
+        }
     }
 
     /// Observes `value`; emits `make()` if it moved enough. Returns whether it emitted.
@@ -77,10 +80,26 @@ impl Aggregate {
     pub fn new(name: &str, every: u64) -> Result<Self, RegisterError> {
         let fields = ["count", "sum", "min", "max", "mean"]
             .iter()
-            .map(|n| Field::new(*n, if *n == "count" { FieldType::U64 } else { FieldType::F64 }))
+            .map(|n| {
+                Field::new(
+                    *n,
+                    if *n == "count" {
+                        FieldType::U64
+                    } else {
+                        FieldType::F64
+                    },
+                )
+            })
             .collect();
         let ty = registry::register_dynamic(name, fields, "extended")?;
-        Ok(Aggregate { ty, every: every.max(1), count: 0, sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY })
+        Ok(Aggregate {
+            ty,
+            every: every.max(1),
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        })
     }
 
     /// Adds one observation; emits when `every` have been seen.
@@ -106,7 +125,9 @@ impl Aggregate {
         for (i, v) in [self.sum, self.min, self.max, mean].into_iter().enumerate() {
             payload[8 + i * 8..16 + i * 8].copy_from_slice(&v.to_le_bytes());
         }
-        emit_limited(self.ty, &self.ty.limits, payload.len(), |out| out.copy_from_slice(&payload));
+        emit_limited(self.ty, &self.ty.limits, payload.len(), |out| {
+            out.copy_from_slice(&payload)
+        });
         self.count = 0;
         self.sum = 0.0;
         self.min = f64::INFINITY;
@@ -135,22 +156,31 @@ where
     _io: std::marker::PhantomData<fn(I) -> E>,
 }
 
-impl<S: std::fmt::Debug, I, E, F: FnMut(&mut S, I) -> Option<E>> std::fmt::Debug for Extended<S, I, E, F> {
+impl<S: std::fmt::Debug, I, E, F: FnMut(&mut S, I) -> Option<E>> std::fmt::Debug
+    for Extended<S, I, E, F>
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Extended").field("state", &self.state).finish()
+        f.debug_struct("Extended")
+            .field("state", &self.state)
+            .finish()
     }
 }
 
 impl<S, I, E: Sensor, F: FnMut(&mut S, I) -> Option<E>> Extended<S, I, E, F> {
     /// An extended sensor starting from `state`.
     pub fn new(state: S, decide: F) -> Self {
-        Extended { state, decide, _io: std::marker::PhantomData }
+        Extended {
+            state,
+            decide,
+            _io: std::marker::PhantomData,
+        }
     }
 
     /// Feeds one input; emits if `decide` says so (and the event type is on).
     #[inline]
     pub fn observe(&mut self, input: I) {
-        if E::sensor_type().state.load(Ordering::Relaxed) == STATE_OFF && E::sensor_type().id() != 0 {
+        if E::sensor_type().state.load(Ordering::Relaxed) == STATE_OFF && E::sensor_type().id() != 0
+        {
             return;
         }
         if let Some(event) = (self.decide)(&mut self.state, input) {

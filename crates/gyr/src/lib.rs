@@ -24,7 +24,12 @@
 //! - [`Builder`], [`Runtime`], [`init`]: the runtime and its local monitors;
 //! - [`Sink`], [`FileSink`], [`MemorySink`], [`ChannelSink`], [`CallbackSink`]: outputs;
 //! - [`DynamicSensor`], [`load_spec`]: event types defined at run time or in a spec file.
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 mod clock;
 pub mod control;
@@ -44,12 +49,15 @@ pub use clock::now_ns;
 pub use dynamic::{DynamicSensor, LoadSpecError, load_spec};
 pub use registry::{LOST_TYPE_ID, RegisterError, SensorType, schema_by_name, schemas};
 pub use runtime::{
-    Builder, DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS, DEFAULT_POLL_INTERVAL,
-    DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Error, Policy, Runtime, Summary, flush, init,
+    Builder, DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS,
+    DEFAULT_POLL_INTERVAL, DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Error, Policy, Runtime,
+    Summary, flush, init,
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
 pub use sensor::{Sensor, SensorField, SensorInstance, emit};
-pub use sink::{CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink, StreamItem, StreamMessage};
+pub use sink::{
+    CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink, StreamItem, StreamMessage,
+};
 
 pub use gyr_core;
 

@@ -121,7 +121,11 @@ struct Pass {
 
 impl Monitor {
     fn new(shared: Arc<Shared>, index: usize, id: u64) -> Self {
-        let info = ThreadInfo { id, name: format!("gyr-monitor-{index}"), os_tid: crate::runtime::os_tid() };
+        let info = ThreadInfo {
+            id,
+            name: format!("gyr-monitor-{index}"),
+            os_tid: crate::runtime::os_tid(),
+        };
         Monitor {
             shared,
             index,
@@ -158,7 +162,9 @@ impl Monitor {
                 self.complete_flush(u64::MAX);
                 return;
             }
-            if flush_target > self.flushed || self.last_flush.elapsed() >= self.shared.config.flush_interval {
+            if flush_target > self.flushed
+                || self.last_flush.elapsed() >= self.shared.config.flush_interval
+            {
                 self.flush_sinks();
             }
             if flush_target > self.flushed {
@@ -182,7 +188,11 @@ impl Monitor {
         self.flushed = target;
         let monitors = lock(&self.shared.monitors);
         monitors[self.index].flushed.store(target, Ordering::SeqCst);
-        let all = monitors.iter().map(|m| m.flushed.load(Ordering::SeqCst)).min().unwrap_or(0);
+        let all = monitors
+            .iter()
+            .map(|m| m.flushed.load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(0);
         drop(monitors);
         let (m, cv) = &self.shared.flush_done;
         let mut done = lock(m);
@@ -196,8 +206,18 @@ impl Monitor {
     fn pass(&mut self) -> Pass {
         let clk = clock();
         self.mine.clear();
-        self.mine.extend(lock(&self.shared.rings).iter().filter(|e| e.monitor() == self.index).cloned());
-        let mut pass = Pass { bytes: 0, busy: false, lag_ns: 0, blocked: false };
+        self.mine.extend(
+            lock(&self.shared.rings)
+                .iter()
+                .filter(|e| e.monitor() == self.index)
+                .cloned(),
+        );
+        let mut pass = Pass {
+            bytes: 0,
+            busy: false,
+            lag_ns: 0,
+            blocked: false,
+        };
         let now_ns = clk.now_ns();
         let mut finished = Vec::new();
         let mine = std::mem::take(&mut self.mine);
@@ -207,7 +227,9 @@ impl Monitor {
             if e.ring.used() > cap / 4 || e.ring.take_wake_request() {
                 pass.busy = true;
             }
-            let Ok(mut c) = e.consumer.try_lock() else { continue };
+            let Ok(mut c) = e.consumer.try_lock() else {
+                continue;
+            };
             if !c.announced {
                 self.batch.threads.push(e.info.clone());
                 c.announced = true;
@@ -221,11 +243,14 @@ impl Monitor {
             let dropped = e.ring.last_dropped();
             let start = self.batch.bytes.len();
             let batch = &mut self.batch;
-            let n = e.ring.drain(&mut c.head, |run| batch.bytes.extend_from_slice(run));
+            let n = e
+                .ring
+                .drain(&mut c.head, |run| batch.bytes.extend_from_slice(run));
             pass.bytes += n;
             let mut at = start;
             while at < self.batch.bytes.len() {
-                let mut h = RecordHeader::read(&self.batch.bytes[at..]).expect("the ring holds whole records");
+                let mut h = RecordHeader::read(&self.batch.bytes[at..])
+                    .expect("the ring holds whole records");
                 if h.seq > c.accounted + 1 {
                     self.lost(e.info.id, c.accounted + 1, h.seq - 1, now_ns);
                 }
@@ -244,7 +269,9 @@ impl Monitor {
                 c.accounted = dropped;
             }
             if self.batch.bytes.len() > start {
-                self.batch.blocks.push((e.info.id, start..self.batch.bytes.len()));
+                self.batch
+                    .blocks
+                    .push((e.info.id, start..self.batch.bytes.len()));
             }
             if closed && e.ring.used() == 0 {
                 finished.push(e.info.id);
@@ -254,7 +281,8 @@ impl Monitor {
         if self.index == 0 {
             let before = self.own.len();
             crate::sample::run_due(now_ns, &mut self.own, &mut self.own_seq);
-            self.batch.records += gyr_core::record::Records::new(0, &self.own[before..]).count() as u64;
+            self.batch.records +=
+                gyr_core::record::Records::new(0, &self.own[before..]).count() as u64;
         }
         if !self.own.is_empty() {
             if !self.announced_self {
@@ -263,12 +291,17 @@ impl Monitor {
             }
             let start = self.batch.bytes.len();
             self.batch.bytes.extend_from_slice(&self.own);
-            self.batch.blocks.push((self.info.id, start..self.batch.bytes.len()));
+            self.batch
+                .blocks
+                .push((self.info.id, start..self.batch.bytes.len()));
             self.own.clear();
         }
         if !self.batch.blocks.is_empty() || !self.batch.threads.is_empty() {
             lock(&self.shared.sinks).deliver(&self.batch, &self.shared.stats);
-            self.shared.stats.bytes.fetch_add(pass.bytes as u64, Ordering::Relaxed);
+            self.shared
+                .stats
+                .bytes
+                .fetch_add(pass.bytes as u64, Ordering::Relaxed);
             self.batch.clear();
         }
         if !finished.is_empty() {
@@ -287,7 +320,14 @@ impl Monitor {
             payload[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
         }
         self.own_seq += 1;
-        push_record(&mut self.own, crate::registry::LOST_TYPE_ID, now_ns, self.own_seq, 0, &payload);
+        push_record(
+            &mut self.own,
+            crate::registry::LOST_TYPE_ID,
+            now_ns,
+            self.own_seq,
+            0,
+            &payload,
+        );
         self.batch.records += 1;
     }
 
@@ -325,7 +365,12 @@ impl Monitor {
         let Ok(new) = spawn(&self.shared) else { return };
         // Hand every other ring of this monitor to the new one.
         let rings = lock(&self.shared.rings);
-        for e in rings.iter().filter(|e| e.monitor() == self.index).skip(1).step_by(2) {
+        for e in rings
+            .iter()
+            .filter(|e| e.monitor() == self.index)
+            .skip(1)
+            .step_by(2)
+        {
             e.monitor.store(new, Ordering::Relaxed);
         }
     }

@@ -11,7 +11,7 @@
 
 use crate::clock::{Clock, clock};
 use crate::registry::Limits;
-use crate::ring::{Reserve, Reservation, Ring};
+use crate::ring::{Reservation, Reserve, Ring};
 use crate::runtime::{self, Policy, RingEntry, Shared};
 use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader};
 use std::cell::RefCell;
@@ -58,7 +58,7 @@ pub(crate) fn record_limited(limits: &Limits, id: u32, len: usize, encode: impl 
         if nth > 1 {
             let key = limits as *const Limits as usize;
             let c = b.nth.entry(key).or_insert(0);
-            let admit = *c % nth == 0;
+            let admit = c.is_multiple_of(nth);
             *c += 1;
             if !admit {
                 limits.skipped.fetch_add(1, Ordering::Relaxed);
@@ -177,7 +177,9 @@ impl ThreadBuffer {
             if let Reserve::Ok(r) = self.entry.ring.try_reserve(&mut self.producer, len) {
                 let waited = self.clock.raw().saturating_sub(start);
                 self.perturbation += waited;
-                self.entry.blocked_ticks.fetch_add(waited, Ordering::Relaxed);
+                self.entry
+                    .blocked_ticks
+                    .fetch_add(waited, Ordering::Relaxed);
                 return Some(r);
             }
             if runtime::EPOCH.load(Ordering::Relaxed) != self.epoch {
@@ -191,7 +193,7 @@ impl ThreadBuffer {
             } else if spins < 96 {
                 std::thread::yield_now();
             } else {
-                if spins % 64 == 0 {
+                if spins.is_multiple_of(64) {
                     self.shared.wake_monitor(self.entry.monitor());
                 }
                 std::thread::sleep(Duration::from_micros(20));
@@ -226,8 +228,15 @@ pub(crate) fn measure_sensor_cost() -> f64 {
         let ts = c.raw();
         let len = RECORD_HEADER_LEN + payload.len();
         if let Reserve::Ok(r) = ring.try_reserve(&mut p, len) {
-        ring.write(r, len, |slot| {
-                RecordHeader { len: len as u32, type_id: 1, timestamp: ts, seq, perturbation: 0 }.write(slot);
+            ring.write(r, len, |slot| {
+                RecordHeader {
+                    len: len as u32,
+                    type_id: 1,
+                    timestamp: ts,
+                    seq,
+                    perturbation: 0,
+                }
+                .write(slot);
                 slot[RECORD_HEADER_LEN..len].copy_from_slice(&payload);
             });
             ring.commit(&mut p, r);

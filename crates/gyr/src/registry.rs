@@ -61,7 +61,8 @@ impl Limits {
     }
 
     pub(crate) fn is_limited(&self) -> bool {
-        self.every_nth.load(Ordering::Relaxed) > 1 || self.min_interval_ns.load(Ordering::Relaxed) > 0
+        self.every_nth.load(Ordering::Relaxed) > 1
+            || self.min_interval_ns.load(Ordering::Relaxed) > 0
     }
 
     /// Whether an event at `now_ns` passes the per-second limit (GCRA with no burst: at most one
@@ -76,7 +77,12 @@ impl Limits {
             if now_ns < tat {
                 return false;
             }
-            match self.next_allowed_ns.compare_exchange_weak(tat, now_ns + interval, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.next_allowed_ns.compare_exchange_weak(
+                tat,
+                now_ns + interval,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return true,
                 Err(t) => tat = t,
             }
@@ -88,7 +94,11 @@ impl SensorType {
     /// A handle in the unregistered state; the first emit registers the type.
     #[allow(clippy::new_without_default)]
     pub const fn new() -> Self {
-        SensorType { state: AtomicU32::new(STATE_SLOW), id: AtomicU32::new(0), limits: Limits::new() }
+        SensorType {
+            state: AtomicU32::new(STATE_SLOW),
+            id: AtomicU32::new(0),
+            limits: Limits::new(),
+        }
     }
 
     /// The type's id, or 0 before its first registration.
@@ -139,7 +149,9 @@ pub enum RegisterError {
     #[error(transparent)]
     Schema(#[from] SchemaError),
     /// Another type with the same name and different fields exists.
-    #[error("event type `{name}` is already registered with other fields ({existing}); give one of them another name")]
+    #[error(
+        "event type `{name}` is already registered with other fields ({existing}); give one of them another name"
+    )]
     Conflict {
         /// The name.
         name: String,
@@ -157,8 +169,15 @@ pub(crate) fn registry() -> MutexGuard<'static, Registry> {
         // `gyr.lost` is registered first, so its id is always 1.
         LOST.id.store(LOST_TYPE_ID, Ordering::Release);
         SCHEMA_COUNT.store(1, Ordering::Release);
-        let types = vec![TypeEntry { schema: gyr_core::lost_schema(LOST_TYPE_ID), handle: &LOST, kind: "builtin" }];
-        Mutex::new(Registry { types, ..Registry::default() })
+        let types = vec![TypeEntry {
+            schema: gyr_core::lost_schema(LOST_TYPE_ID),
+            handle: &LOST,
+            kind: "builtin",
+        }];
+        Mutex::new(Registry {
+            types,
+            ..Registry::default()
+        })
     });
     // A panic while holding this lock cannot leave it half-updated (every update is a push or a
     // store), so a poisoned lock is still usable.
@@ -183,7 +202,10 @@ pub(crate) fn register(
     }
     if let Some(e) = reg.types.iter().find(|e| e.schema.name == name) {
         if e.schema.fields != fields {
-            return Err(RegisterError::Conflict { name: name.to_owned(), existing: e.schema.to_string() });
+            return Err(RegisterError::Conflict {
+                name: name.to_owned(),
+                existing: e.schema.to_string(),
+            });
         }
         // The same type seen through another handle (e.g. a spec loaded twice): share its id
         // and follow its switch.
@@ -195,7 +217,11 @@ pub(crate) fn register(
     }
     let id = reg.types.len() as TypeId + 1;
     let schema = Schema::new(id, name, fields)?;
-    reg.types.push(TypeEntry { schema, handle, kind });
+    reg.types.push(TypeEntry {
+        schema,
+        handle,
+        kind,
+    });
     SCHEMA_COUNT.store(reg.types.len() as u64, Ordering::Release);
     handle.id.store(id, Ordering::Release);
     crate::control::recompute(&mut reg);
@@ -204,12 +230,21 @@ pub(crate) fn register(
 
 /// Schemas from index `from` on (ids `from + 1 ..`).
 pub(crate) fn schemas_from(from: usize) -> Vec<Schema> {
-    registry().types.iter().skip(from).map(|e| e.schema.clone()).collect()
+    registry()
+        .types
+        .iter()
+        .skip(from)
+        .map(|e| e.schema.clone())
+        .collect()
 }
 
 /// The schema registered under `name`.
 pub fn schema_by_name(name: &str) -> Option<Schema> {
-    registry().types.iter().find(|e| e.schema.name == name).map(|e| e.schema.clone())
+    registry()
+        .types
+        .iter()
+        .find(|e| e.schema.name == name)
+        .map(|e| e.schema.clone())
 }
 
 /// All registered schemas, by id.
@@ -233,7 +268,10 @@ pub(crate) fn register_dynamic(
         let reg = registry();
         if let Some(e) = reg.types.iter().find(|e| e.schema.name == name) {
             if e.schema.fields != fields {
-                return Err(RegisterError::Conflict { name: name.to_owned(), existing: e.schema.to_string() });
+                return Err(RegisterError::Conflict {
+                    name: name.to_owned(),
+                    existing: e.schema.to_string(),
+                });
             }
             return Ok(e.handle);
         }

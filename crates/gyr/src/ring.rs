@@ -104,12 +104,19 @@ impl Ring {
     }
 
     pub(crate) fn producer(&self) -> Producer {
-        Producer { tail: 0, cached_head: 0, wake_consumer: false }
+        Producer {
+            tail: 0,
+            cached_head: 0,
+            wake_consumer: false,
+        }
     }
 
     /// Bytes written and not yet consumed, as the consumer sees it.
     pub(crate) fn used(&self) -> usize {
-        self.tail.0.load(Ordering::Acquire).wrapping_sub(self.head.0.load(Ordering::Acquire))
+        self.tail
+            .0
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.head.0.load(Ordering::Acquire))
     }
 
     /// Reserves room for a record of `len` bytes (header and payload).
@@ -136,7 +143,10 @@ impl Ring {
         if advance != need {
             // SAFETY: `pos..pos + 4` lies in the producer's region (checked above: the whole
             // `advance` is free), and 4 <= to_end because positions are multiples of 8.
-            unsafe { self.buf.with_mut(pos, 4, |b| b.copy_from_slice(&WRAP.to_le_bytes())) };
+            unsafe {
+                self.buf
+                    .with_mut(pos, 4, |b| b.copy_from_slice(&WRAP.to_le_bytes()))
+            };
             return Reserve::Ok(Reservation { pos: 0, advance });
         }
         Reserve::Ok(Reservation { pos, advance })
@@ -197,7 +207,10 @@ impl Ring {
             while p < run_end {
                 // SAFETY: `p + 4 <= run_end` because records are 8-aligned and at least 8 bytes,
                 // and `[head, tail)` belongs to the consumer.
-                let len = unsafe { self.buf.with(p, 4, |b| u32::from_le_bytes(b.try_into().unwrap())) };
+                let len = unsafe {
+                    self.buf
+                        .with(p, 4, |b| u32::from_le_bytes(b.try_into().unwrap()))
+                };
                 if len == WRAP {
                     wrapped = true;
                     break;
@@ -229,7 +242,14 @@ mod tests {
         match ring.try_reserve(p, len) {
             Reserve::Ok(r) => {
                 ring.write(r, len, |slot| {
-                    RecordHeader { len: len as u32, type_id: 1, timestamp: 0, seq, perturbation: 0 }.write(slot);
+                    RecordHeader {
+                        len: len as u32,
+                        type_id: 1,
+                        timestamp: 0,
+                        seq,
+                        perturbation: 0,
+                    }
+                    .write(slot);
                     slot[32..len].copy_from_slice(payload);
                 });
                 ring.commit(p, r);
@@ -310,7 +330,11 @@ mod loom_tests {
     /// consumer must see every record whole, in order, and loom must find no unordered access.
     #[test]
     fn spsc_ring_is_ordered_and_race_free() {
-        loom::model(|| {
+        // A preemption bound keeps the search finite with spinning producer and consumer; the
+        // loom docs find bounds of 2-3 catch nearly all real ordering bugs.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(2);
+        model.check(|| {
             let ring = Arc::new(Ring::new(256));
             let r2 = ring.clone();
             let producer = loom::thread::spawn(move || {
@@ -321,8 +345,14 @@ mod loom_tests {
                         match r2.try_reserve(&mut p, len) {
                             Reserve::Ok(r) => {
                                 r2.write(r, len, |slot| {
-                                    RecordHeader { len: len as u32, type_id: 1, timestamp: 0, seq, perturbation: 0 }
-                                        .write(slot);
+                                    RecordHeader {
+                                        len: len as u32,
+                                        type_id: 1,
+                                        timestamp: 0,
+                                        seq,
+                                        perturbation: 0,
+                                    }
+                                    .write(slot);
                                     slot[32..len].fill(seq as u8);
                                 });
                                 r2.commit(&mut p, r);

@@ -59,7 +59,9 @@ pub(crate) struct Config {
 #[non_exhaustive]
 pub enum Error {
     /// Another runtime is running in this process.
-    #[error("a gyr runtime is already running in this process: drop its `Runtime` guard before starting another")]
+    #[error(
+        "a gyr runtime is already running in this process: drop its `Runtime` guard before starting another"
+    )]
     AlreadyRunning,
     /// The trace file could not be created.
     #[error("cannot create the trace file {path}: {source}")]
@@ -160,7 +162,11 @@ impl Builder {
     pub fn with_default_env(mut self) -> Self {
         let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mut bad = |var: &'static str, value: String, expected: &'static str| {
-            self.env_error.get_or_insert(Error::BadEnv { var, value, expected });
+            self.env_error.get_or_insert(Error::BadEnv {
+                var,
+                value,
+                expected,
+            });
         };
         if let Some(v) = var("GYR_POLICY") {
             match v.to_ascii_lowercase().as_str() {
@@ -172,7 +178,11 @@ impl Builder {
         if let Some(v) = var("GYR_RING_CAPACITY") {
             match parse_size(&v) {
                 Some(n) if n >= 4096 => self.config.ring_capacity = n,
-                _ => bad("GYR_RING_CAPACITY", v, "give a size of at least 4096 bytes, such as `256k` or `4M`"),
+                _ => bad(
+                    "GYR_RING_CAPACITY",
+                    v,
+                    "give a size of at least 4096 bytes, such as `256k` or `4M`",
+                ),
             }
         }
         for (name, slot) in [("GYR_MONITORS", 0), ("GYR_MAX_MONITORS", 1)] {
@@ -191,8 +201,14 @@ impl Builder {
         }
         if let Some(v) = var("GYR_POLL_INTERVAL_US") {
             match v.parse::<u64>() {
-                Ok(n) if (10..=1_000_000).contains(&n) => self.config.poll_interval = Duration::from_micros(n),
-                _ => bad("GYR_POLL_INTERVAL_US", v, "give microseconds from 10 to 1000000"),
+                Ok(n) if (10..=1_000_000).contains(&n) => {
+                    self.config.poll_interval = Duration::from_micros(n)
+                }
+                _ => bad(
+                    "GYR_POLL_INTERVAL_US",
+                    v,
+                    "give microseconds from 10 to 1000000",
+                ),
             }
         }
         if let Some(v) = var("GYR_DISABLE") {
@@ -271,7 +287,10 @@ impl Builder {
             )));
         }
         if c.ring_capacity < 4096 {
-            return Err(Error::BadConfig(format!("ring capacity {} is below the minimum of 4096 bytes", c.ring_capacity)));
+            return Err(Error::BadConfig(format!(
+                "ring capacity {} is below the minimum of 4096 bytes",
+                c.ring_capacity
+            )));
         }
         let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
         if current.is_some() {
@@ -289,8 +308,10 @@ impl Builder {
         }
         .to_owned();
         if let Some(path) = &self.trace_path {
-            let sink = FileSink::create(path, &header)
-                .map_err(|source| Error::TraceFile { path: path.display().to_string(), source })?;
+            let sink = FileSink::create(path, &header).map_err(|source| Error::TraceFile {
+                path: path.display().to_string(),
+                source,
+            })?;
             self.sinks.insert(0, Box::new(sink));
         }
         let epoch = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
@@ -306,7 +327,11 @@ impl Builder {
             flush_requested: AtomicU64::new(0),
             flush_done: (Mutex::new(0), Condvar::new()),
             stats: Stats::default(),
-            last_spawn: Mutex::new(Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now)),
+            last_spawn: Mutex::new(
+                Instant::now()
+                    .checked_sub(Duration::from_secs(1))
+                    .unwrap_or_else(Instant::now),
+            ),
         });
         for _ in 0..self.config.monitors {
             monitor::spawn(&shared).map_err(Error::Spawn)?;
@@ -316,7 +341,9 @@ impl Builder {
         crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
         crate::control::set_running(true);
         install_panic_hook();
-        Ok(Runtime { shared: Some(shared) })
+        Ok(Runtime {
+            shared: Some(shared),
+        })
     }
 }
 
@@ -398,11 +425,18 @@ impl Shared {
     pub(crate) fn register_thread(&self) -> Arc<RingEntry> {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
         let thread = std::thread::current();
-        let name = thread.name().map(str::to_owned).unwrap_or_else(|| format!("thread-{id}"));
+        let name = thread
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("thread-{id}"));
         let monitor = monitor::least_loaded(self);
         let entry = Arc::new(RingEntry {
             ring: Ring::new(self.config.ring_capacity),
-            info: ThreadInfo { id, name, os_tid: os_tid() },
+            info: ThreadInfo {
+                id,
+                name,
+                os_tid: os_tid(),
+            },
             monitor: AtomicUsize::new(monitor),
             consumer: Mutex::new(monitor::Consumer::default()),
             blocked_ticks: AtomicU64::new(0),
@@ -436,7 +470,10 @@ impl Shared {
             if now >= deadline {
                 return false;
             }
-            done = cv.wait_timeout(done, deadline - now).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+            done = cv
+                .wait_timeout(done, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
         }
         true
     }
@@ -469,7 +506,9 @@ impl Runtime {
     /// Makes every event emitted so far reach the sinks and the sinks flush to their storage.
     /// Returns false if the monitors did not finish within a second.
     pub fn flush(&self) -> bool {
-        self.shared.as_ref().is_some_and(|s| s.flush(Duration::from_secs(5)))
+        self.shared
+            .as_ref()
+            .is_some_and(|s| s.flush(Duration::from_secs(5)))
     }
 
     /// The trace header this runtime writes: process, clock calibration, measured sensor cost.
@@ -479,12 +518,18 @@ impl Runtime {
 
     /// The number of local monitors running now.
     pub fn monitor_count(&self) -> usize {
-        self.shared.as_ref().map(|s| lock(&s.monitors).len()).unwrap_or(0)
+        self.shared
+            .as_ref()
+            .map(|s| lock(&s.monitors).len())
+            .unwrap_or(0)
     }
 
     /// Counters so far: records delivered and events lost.
     pub fn summary(&self) -> Summary {
-        self.shared.as_ref().map(|s| summary_of(s)).unwrap_or_default()
+        self.shared
+            .as_ref()
+            .map(|s| summary_of(s))
+            .unwrap_or_default()
     }
 
     /// Shuts down: drains every ring, writes the end of the trace, stops the monitors.
@@ -493,7 +538,9 @@ impl Runtime {
     }
 
     fn stop(&mut self) -> Summary {
-        let Some(shared) = self.shared.take() else { return Summary::default() };
+        let Some(shared) = self.shared.take() else {
+            return Summary::default();
+        };
         crate::control::set_running(false);
         shared.stopping.store(true, Ordering::SeqCst);
         shared.wake_all();
@@ -557,7 +604,10 @@ fn install_panic_hook() {
                 && let Some(shared) = guard.clone()
             {
                 drop(guard);
-                if !std::thread::current().name().is_some_and(|n| n.starts_with("gyr-monitor")) {
+                if !std::thread::current()
+                    .name()
+                    .is_some_and(|n| n.starts_with("gyr-monitor"))
+                {
                     shared.flush(Duration::from_secs(1));
                 }
             }

@@ -40,14 +40,18 @@ pub struct SamplingSensor {
 
 impl std::fmt::Debug for SamplingSensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SamplingSensor").field("name", &self.sampler.name).finish()
+        f.debug_struct("SamplingSensor")
+            .field("name", &self.sampler.name)
+            .finish()
     }
 }
 
 impl SamplingSensor {
     /// Reads the value every `interval` (at most once per monitor pass, about 1 ms).
     pub fn set_interval(&self, interval: Duration) {
-        self.sampler.interval_ns.store(interval.as_nanos().max(1) as u64, Ordering::Relaxed);
+        self.sampler
+            .interval_ns
+            .store(interval.as_nanos().max(1) as u64, Ordering::Relaxed);
         self.sampler.next_due_ns.store(0, Ordering::Relaxed);
     }
 
@@ -69,9 +73,9 @@ impl<T: SensorField + Copy + Send + 'static> SampleValue for T {}
 
 fn register<T: SampleValue>(name: &str, read: Reader) -> Result<SamplingSensor, RegisterError> {
     if T::TYPE.fixed_size().is_none_or(|n| n > 8) {
-        return Err(RegisterError::Schema(gyr_core::SchemaError::BadName(format!(
-            "{name}: a sampled value must be a number or bool"
-        ))));
+        return Err(RegisterError::Schema(gyr_core::SchemaError::BadName(
+            format!("{name}: a sampled value must be a number or bool"),
+        )));
     }
     let ty = registry::register_dynamic(name, vec![Field::new("value", T::TYPE)], "sampling")?;
     let sampler = Arc::new(Sampler {
@@ -169,8 +173,15 @@ impl<T: CellValue> SampleCell<T> {
 pub fn sample_cell<T: CellValue>(name: &str, initial: T) -> Result<SampleCell<T>, RegisterError> {
     let bits = Arc::new(AtomicU64::new(initial.to_bits()));
     let b = bits.clone();
-    let sensor = register::<T>(name, Box::new(move |out| T::from_bits(b.load(Ordering::Relaxed)).encode(out)))?;
-    Ok(SampleCell { bits, sensor, _t: std::marker::PhantomData })
+    let sensor = register::<T>(
+        name,
+        Box::new(move |out| T::from_bits(b.load(Ordering::Relaxed)).encode(out)),
+    )?;
+    Ok(SampleCell {
+        bits,
+        sensor,
+        _t: std::marker::PhantomData,
+    })
 }
 
 /// Reads every due sampler, appending a record for each to `out` (called by monitor 0).
@@ -181,12 +192,19 @@ pub(crate) fn run_due(now_ns: u64, out: &mut Vec<u8>, seq: &mut u64) {
             continue;
         }
         let limit = s.ty.limits.min_interval_ns.load(Ordering::Relaxed);
-        let interval = if limit > 0 { limit } else { s.interval_ns.load(Ordering::Relaxed) };
+        let interval = if limit > 0 {
+            limit
+        } else {
+            s.interval_ns.load(Ordering::Relaxed)
+        };
         let due = s.next_due_ns.load(Ordering::Relaxed);
         if now_ns < due {
             continue;
         }
-        s.next_due_ns.store(due.max(now_ns.saturating_sub(interval)) + interval, Ordering::Relaxed);
+        s.next_due_ns.store(
+            due.max(now_ns.saturating_sub(interval)) + interval,
+            Ordering::Relaxed,
+        );
         let mut value = [0u8; 8];
         // A sampling closure is user code running on gyr's thread: if it panics, stop calling it
         // rather than lose the monitor.
@@ -197,7 +215,10 @@ pub(crate) fn run_due(now_ns: u64, out: &mut Vec<u8>, seq: &mut u64) {
             }
             Err(_) => {
                 s.removed.store(true, Ordering::Relaxed);
-                eprintln!("gyr: sampling sensor `{}` panicked; it is no longer read", s.name);
+                eprintln!(
+                    "gyr: sampling sensor `{}` panicked; it is no longer read",
+                    s.name
+                );
             }
         }
     }

@@ -21,7 +21,9 @@
 //! in the README (`cargo run --release -p gyr-bench -- sensors`).
 
 use crate::producer;
-use crate::registry::{self, InstanceEntry, Limits, RegisterError, STATE_OFF, STATE_ON, SensorType};
+use crate::registry::{
+    self, InstanceEntry, Limits, RegisterError, STATE_OFF, STATE_ON, SensorType,
+};
 use gyr_core::schema::ScalarType;
 use gyr_core::{Field, FieldType};
 use std::marker::PhantomData;
@@ -215,7 +217,11 @@ fn emit_slow<E: Sensor>(ty: &'static SensorType, event: &E) {
     emit_limited(ty, &ty.limits, event.encoded_len(), |out| event.encode(out));
 }
 
-pub(crate) fn register_or_report(ty: &'static SensorType, name: &str, fields: fn() -> Vec<Field>) -> bool {
+pub(crate) fn register_or_report(
+    ty: &'static SensorType,
+    name: &str,
+    fields: fn() -> Vec<Field>,
+) -> bool {
     match registry::register(ty, name, fields(), "tracing") {
         Ok(_) => true,
         Err(e) => {
@@ -229,11 +235,22 @@ pub(crate) fn register_or_report(ty: &'static SensorType, name: &str, fields: fn
 }
 
 /// Records through the slow path: honours switch state and rate limits.
-pub(crate) fn emit_limited(ty: &SensorType, limits: &Limits, len: usize, encode: impl FnOnce(&mut [u8])) {
+pub(crate) fn emit_limited(
+    ty: &SensorType,
+    limits: &Limits,
+    len: usize,
+    encode: impl FnOnce(&mut [u8]),
+) {
     emit_gated(&ty.state, ty.id(), limits, len, encode)
 }
 
-fn emit_gated(state: &AtomicU32, id: u32, limits: &Limits, len: usize, encode: impl FnOnce(&mut [u8])) {
+fn emit_gated(
+    state: &AtomicU32,
+    id: u32,
+    limits: &Limits,
+    len: usize,
+    encode: impl FnOnce(&mut [u8]),
+) {
     match state.load(Ordering::Relaxed) {
         STATE_OFF => {}
         STATE_ON => producer::record(id, len, encode),
@@ -268,7 +285,9 @@ pub struct SensorInstance<E> {
 
 impl<E> std::fmt::Debug for SensorInstance<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SensorInstance").field("type_id", &self.ty.id()).finish()
+        f.debug_struct("SensorInstance")
+            .field("type_id", &self.ty.id())
+            .finish()
     }
 }
 
@@ -283,14 +302,24 @@ impl<E: Sensor> SensorInstance<E> {
         let state = match reg.instances.iter().find(|i| i.name == name) {
             Some(i) => i.handle,
             None => {
-                let handle: &'static InstanceState =
-                    Box::leak(Box::new(InstanceState { state: AtomicU32::new(STATE_OFF), limits: Limits::new() }));
-                reg.instances.push(InstanceEntry { name: name.to_owned(), type_name: E::NAME.to_owned(), handle });
+                let handle: &'static InstanceState = Box::leak(Box::new(InstanceState {
+                    state: AtomicU32::new(STATE_OFF),
+                    limits: Limits::new(),
+                }));
+                reg.instances.push(InstanceEntry {
+                    name: name.to_owned(),
+                    type_name: E::NAME.to_owned(),
+                    handle,
+                });
                 crate::control::recompute(&mut reg);
                 handle
             }
         };
-        Ok(SensorInstance { ty, state, _event: PhantomData })
+        Ok(SensorInstance {
+            ty,
+            state,
+            _event: PhantomData,
+        })
     }
 
     /// Records `event` if the global, type and instance switches are on.
@@ -299,6 +328,12 @@ impl<E: Sensor> SensorInstance<E> {
         if self.state.state.load(Ordering::Relaxed) == STATE_OFF {
             return;
         }
-        emit_gated(&self.state.state, self.ty.id(), &self.state.limits, event.encoded_len(), |out| event.encode(out));
+        emit_gated(
+            &self.state.state,
+            self.ty.id(),
+            &self.state.limits,
+            event.encoded_len(),
+            |out| event.encode(out),
+        );
     }
 }

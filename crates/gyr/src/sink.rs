@@ -74,13 +74,24 @@ pub(crate) struct SinkSet {
 
 impl std::fmt::Debug for SinkSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.slots.iter().map(|s| s.sink.name())).finish()
+        f.debug_list()
+            .entries(self.slots.iter().map(|s| s.sink.name()))
+            .finish()
     }
 }
 
 impl SinkSet {
     pub(crate) fn new(sinks: Vec<Box<dyn Sink>>) -> Self {
-        SinkSet { slots: sinks.into_iter().map(|sink| Slot { sink, failed: false }).collect(), schemas_sent: 0 }
+        SinkSet {
+            slots: sinks
+                .into_iter()
+                .map(|sink| Slot {
+                    sink,
+                    failed: false,
+                })
+                .collect(),
+            schemas_sent: 0,
+        }
     }
 
     fn each(&mut self, stats: &Stats, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
@@ -88,7 +99,10 @@ impl SinkSet {
             if let Err(e) = f(slot.sink.as_mut()) {
                 slot.failed = true;
                 stats.sink_errors.fetch_add(1, Ordering::Relaxed);
-                eprintln!("gyr: sink `{}` failed: {e}; it receives no more events", slot.sink.name());
+                eprintln!(
+                    "gyr: sink `{}` failed: {e}; it receives no more events",
+                    slot.sink.name()
+                );
             }
         }
     }
@@ -137,11 +151,16 @@ impl FileSink {
     pub fn create(path: impl AsRef<Path>, header: &TraceHeader) -> io::Result<Self> {
         let path = path.as_ref();
         let file = File::create(path)?;
-        Ok(FileSink { writer: Some(TraceWriter::new(file, header)?), path: path.display().to_string() })
+        Ok(FileSink {
+            writer: Some(TraceWriter::new(file, header)?),
+            path: path.display().to_string(),
+        })
     }
 
     fn writer(&mut self) -> io::Result<&mut TraceWriter<File>> {
-        self.writer.as_mut().ok_or_else(|| io::Error::other("the trace file is already closed"))
+        self.writer
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the trace file is already closed"))
     }
 }
 
@@ -251,7 +270,9 @@ impl MemorySink {
     /// Records of the type named `name`, with their decoded fields.
     pub fn events(&self, name: &str) -> Vec<(OwnedRecord, Vec<Value>)> {
         let inner = self.inner();
-        let Some(schema) = inner.schemas.values().find(|s| s.name == name) else { return Vec::new() };
+        let Some(schema) = inner.schemas.values().find(|s| s.name == name) else {
+            return Vec::new();
+        };
         inner
             .records
             .iter()
@@ -280,7 +301,11 @@ impl Sink for MemorySink {
     }
     fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
         let mut inner = self.inner();
-        inner.records.extend(Records::new(thread, records).filter_map(Result::ok).map(OwnedRecord::from));
+        inner.records.extend(
+            Records::new(thread, records)
+                .filter_map(Result::ok)
+                .map(OwnedRecord::from),
+        );
         Ok(())
     }
     fn close(&mut self, end: &TraceEnd) -> io::Result<()> {
@@ -384,13 +409,22 @@ impl ChannelSink {
     /// A sink and the receiver of its messages; `capacity` is in messages (one per batch).
     pub fn new(capacity: usize) -> (Self, Receiver<StreamMessage>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(capacity.max(1));
-        (ChannelSink { tx, backlog: VecDeque::new(), lost: 0 }, rx)
+        (
+            ChannelSink {
+                tx,
+                backlog: VecDeque::new(),
+                lost: 0,
+            },
+            rx,
+        )
     }
 
     /// Sends what waits; returns false if the channel is still full.
     fn drain_backlog(&mut self) -> bool {
         if self.lost > 0 {
-            self.backlog.push_back(StreamMessage::Lost { records: std::mem::take(&mut self.lost) });
+            self.backlog.push_back(StreamMessage::Lost {
+                records: std::mem::take(&mut self.lost),
+            });
         }
         while let Some(m) = self.backlog.pop_front() {
             match self.tx.try_send(m) {
@@ -418,7 +452,8 @@ impl Sink for ChannelSink {
         "channel"
     }
     fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        self.backlog.push_back(StreamMessage::Schema(schema.clone()));
+        self.backlog
+            .push_back(StreamMessage::Schema(schema.clone()));
         self.drain_backlog();
         Ok(())
     }
@@ -433,7 +468,10 @@ impl Sink for ChannelSink {
             self.lost += n;
             return Ok(());
         }
-        match self.tx.try_send(StreamMessage::Records { thread, bytes: bytes.to_vec() }) {
+        match self.tx.try_send(StreamMessage::Records {
+            thread,
+            bytes: bytes.to_vec(),
+        }) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => self.lost += n,
             Err(TrySendError::Disconnected(_)) => {}

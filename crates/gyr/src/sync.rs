@@ -20,7 +20,9 @@ pub(crate) struct ByteBuf {
 #[cfg(not(loom))]
 impl ByteBuf {
     pub(crate) fn new(len: usize) -> Self {
-        ByteBuf { bytes: (0..len).map(|_| std::cell::UnsafeCell::new(0)).collect() }
+        ByteBuf {
+            bytes: (0..len).map(|_| std::cell::UnsafeCell::new(0)).collect(),
+        }
     }
 
     /// Runs `f` on `len` bytes at `pos`, mutably.
@@ -29,11 +31,17 @@ impl ByteBuf {
     /// `pos..pos + len` must be in bounds, and no other access to those bytes may happen while
     /// `f` runs (the ring's producer owns the region between tail and head + capacity).
     #[inline(always)]
-    pub(crate) unsafe fn with_mut<R>(&self, pos: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    pub(crate) unsafe fn with_mut<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
         debug_assert!(pos + len <= self.bytes.len());
         // SAFETY: `UnsafeCell<u8>` has the layout of `u8` and permits mutation through a shared
         // reference; the caller guarantees the region is in bounds and not accessed elsewhere.
-        let slice = unsafe { std::slice::from_raw_parts_mut(self.bytes.as_ptr().add(pos) as *mut u8, len) };
+        let slice =
+            unsafe { std::slice::from_raw_parts_mut(self.bytes.as_ptr().add(pos) as *mut u8, len) };
         f(slice)
     }
 
@@ -46,7 +54,8 @@ impl ByteBuf {
     pub(crate) unsafe fn with<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
         debug_assert!(pos + len <= self.bytes.len());
         // SAFETY: as for `with_mut`, with no writer during `f`.
-        let slice = unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().add(pos) as *const u8, len) };
+        let slice =
+            unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().add(pos) as *const u8, len) };
         f(slice)
     }
 }
@@ -59,11 +68,20 @@ pub(crate) struct ByteBuf {
 #[cfg(loom)]
 impl ByteBuf {
     pub(crate) fn new(len: usize) -> Self {
-        ByteBuf { bytes: (0..len).map(|_| loom::cell::UnsafeCell::new(0)).collect() }
+        ByteBuf {
+            bytes: (0..len).map(|_| loom::cell::UnsafeCell::new(0)).collect(),
+        }
     }
 
-    pub(crate) unsafe fn with_mut<R>(&self, pos: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        let mut tmp: Vec<u8> = (pos..pos + len).map(|i| self.bytes[i].with(|p| unsafe { *p })).collect();
+    pub(crate) unsafe fn with_mut<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        let mut tmp: Vec<u8> = (pos..pos + len)
+            .map(|i| self.bytes[i].with(|p| unsafe { *p }))
+            .collect();
         let r = f(&mut tmp);
         for (i, b) in tmp.into_iter().enumerate() {
             self.bytes[pos + i].with_mut(|p| unsafe { *p = b });
@@ -72,7 +90,9 @@ impl ByteBuf {
     }
 
     pub(crate) unsafe fn with<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
-        let tmp: Vec<u8> = (pos..pos + len).map(|i| self.bytes[i].with(|p| unsafe { *p })).collect();
+        let tmp: Vec<u8> = (pos..pos + len)
+            .map(|i| self.bytes[i].with(|p| unsafe { *p }))
+            .collect();
         f(&tmp)
     }
 }

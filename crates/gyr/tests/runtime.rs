@@ -34,7 +34,14 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
     for n in 0..100 {
         Tick { thread: 0, n }.emit();
     }
-    Mixed { label: "héllo", data: vec![1, 2, 3], hist: [0.5, 1.5, 2.5], ok: true, delta: -7 }.emit();
+    Mixed {
+        label: "héllo",
+        data: vec![1, 2, 3],
+        hist: [0.5, 1.5, 2.5],
+        ok: true,
+        delta: -7,
+    }
+    .emit();
     let summary = rt.shutdown();
     assert_eq!(summary.lost, 0);
     let ticks = mem.events("tick");
@@ -43,14 +50,22 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
         assert_eq!(rec.seq, i as u64 + 1);
         assert_eq!(values, &vec![Value::UInt(0), Value::UInt(i as u64)]);
     }
-    assert!(ticks.windows(2).all(|w| w[0].0.timestamp <= w[1].0.timestamp));
+    assert!(
+        ticks
+            .windows(2)
+            .all(|w| w[0].0.timestamp <= w[1].0.timestamp)
+    );
     let mixed = mem.events("mixed.event");
     assert_eq!(
         mixed[0].1,
         vec![
             Value::Str("héllo".into()),
             Value::Bytes(vec![1, 2, 3]),
-            Value::Array(vec![Value::Float(0.5), Value::Float(1.5), Value::Float(2.5)]),
+            Value::Array(vec![
+                Value::Float(0.5),
+                Value::Float(1.5),
+                Value::Float(2.5)
+            ]),
             Value::Bool(true),
             Value::Int(-7),
         ]
@@ -64,8 +79,15 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
 fn stress_block_policy_delivers_everything_exactly_once() {
     let _g = support::serial();
     const THREADS: u32 = 8;
-    let per_thread: u64 = if cfg!(debug_assertions) { 250_000 } else { 1_000_000 };
-    let per_thread = std::env::var("GYR_STRESS_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(per_thread);
+    let per_thread: u64 = if cfg!(debug_assertions) {
+        250_000
+    } else {
+        1_000_000
+    };
+    let per_thread = std::env::var("GYR_STRESS_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(per_thread);
     type Seen = HashMap<u64, (u32, u64, u64)>; // gyr thread -> (app thread, last seq, count)
     let seen: Arc<Mutex<Seen>> = Arc::default();
     let bad = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -86,7 +108,10 @@ fn stress_block_policy_delivers_everything_exactly_once() {
                 let n = u64::from_le_bytes(r.payload[4..12].try_into().unwrap());
                 let e = seen.entry(thread).or_insert((app, 0, 0));
                 if r.header.seq != e.1 + 1 || n + 1 != r.header.seq || e.0 != app {
-                    b2.lock().unwrap().push(format!("thread {thread}: seq {} after {}, n {n}", r.header.seq, e.1));
+                    b2.lock().unwrap().push(format!(
+                        "thread {thread}: seq {} after {}, n {n}",
+                        r.header.seq, e.1
+                    ));
                 }
                 e.1 = r.header.seq;
                 e.2 += 1;
@@ -94,7 +119,12 @@ fn stress_block_policy_delivers_everything_exactly_once() {
         }
         _ => {}
     });
-    let rt = Builder::new().policy(Policy::Block).ring_capacity(64 << 10).sink(sink).start().unwrap();
+    let rt = Builder::new()
+        .policy(Policy::Block)
+        .ring_capacity(64 << 10)
+        .sink(sink)
+        .start()
+        .unwrap();
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
             std::thread::spawn(move || {
@@ -108,7 +138,11 @@ fn stress_block_policy_delivers_everything_exactly_once() {
         h.join().unwrap();
     }
     let summary = rt.shutdown();
-    assert!(bad.lock().unwrap().is_empty(), "{:?}", &bad.lock().unwrap()[..5.min(bad.lock().unwrap().len())]);
+    assert!(
+        bad.lock().unwrap().is_empty(),
+        "{:?}",
+        &bad.lock().unwrap()[..5.min(bad.lock().unwrap().len())]
+    );
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), THREADS as usize);
     for (thread, (_, last, count)) in seen.iter() {
@@ -152,7 +186,8 @@ fn drop_policy_counts_every_lost_event() {
     let mut lost: HashMap<u64, u64> = HashMap::new();
     let mut lost_total = 0;
     for (_, v) in mem.events("gyr.lost") {
-        let (Value::UInt(thread), Value::UInt(count), Value::UInt(from), Value::UInt(to)) = (&v[0], &v[1], &v[2], &v[3])
+        let (Value::UInt(thread), Value::UInt(count), Value::UInt(from), Value::UInt(to)) =
+            (&v[0], &v[1], &v[2], &v[3])
         else {
             panic!("gyr.lost has four u64 fields")
         };
@@ -160,10 +195,17 @@ fn drop_policy_counts_every_lost_event() {
         *lost.entry(*thread).or_default() += count;
         lost_total += count;
     }
-    assert!(lost_total > 0, "a 4 KiB ring under 200k events should overflow");
+    assert!(
+        lost_total > 0,
+        "a 4 KiB ring under 200k events should overflow"
+    );
     assert_eq!(delivered.len(), 2);
     for (thread, d) in &delivered {
-        assert_eq!(d + lost.get(thread).copied().unwrap_or(0), PER_THREAD, "thread {thread}");
+        assert_eq!(
+            d + lost.get(thread).copied().unwrap_or(0),
+            PER_THREAD,
+            "thread {thread}"
+        );
     }
     assert_eq!(summary.lost, lost_total);
 }
@@ -210,10 +252,21 @@ fn sensors_switch_and_rate_limit_at_run_time() {
             _ => unreachable!(),
         })
         .collect();
-    assert_eq!(ns, vec![0, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 1000, 5000, 5002]);
-    let ctl = status.iter().find(|s| s.type_name == "ctl" && s.instance.is_none()).unwrap();
+    assert_eq!(
+        ns,
+        vec![
+            0, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 1000, 5000, 5002
+        ]
+    );
+    let ctl = status
+        .iter()
+        .find(|s| s.type_name == "ctl" && s.instance.is_none())
+        .unwrap();
     assert_eq!(ctl.skipped, 90 + 99);
-    let hot = status.iter().find(|s| s.instance.as_deref() == Some("ctl.hot")).unwrap();
+    let hot = status
+        .iter()
+        .find(|s| s.instance.as_deref() == Some("ctl.hot"))
+        .unwrap();
     assert!(!hot.enabled);
     set_enabled(&Target::Instance("ctl.hot".into()), true);
 }
@@ -225,7 +278,10 @@ fn sampling_sensors_are_read_by_the_monitor() {
     let rt = Builder::new().sink(mem.clone()).start().unwrap();
     let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let c = counter.clone();
-    let s = gyr::sample("test.counter", move || c.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).unwrap();
+    let s = gyr::sample("test.counter", move || {
+        c.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    })
+    .unwrap();
     s.set_interval(Duration::from_millis(5));
     let cell = gyr::sample_cell::<f64>("test.residual", 0.5).unwrap();
     cell.sensor().set_interval(Duration::from_millis(5));
@@ -235,12 +291,25 @@ fn sampling_sensors_are_read_by_the_monitor() {
     rt.shutdown();
     s.remove();
     let counts = mem.events("test.counter");
-    assert!(counts.len() >= 5, "sampled {} times in 150 ms at 5 ms", counts.len());
-    let residuals: Vec<f64> = mem.events("test.residual").iter().filter_map(|(_, v)| v[0].as_f64()).collect();
+    assert!(
+        counts.len() >= 5,
+        "sampled {} times in 150 ms at 5 ms",
+        counts.len()
+    );
+    let residuals: Vec<f64> = mem
+        .events("test.residual")
+        .iter()
+        .filter_map(|(_, v)| v[0].as_f64())
+        .collect();
     assert_eq!(residuals.first(), Some(&0.5));
     assert_eq!(residuals.last(), Some(&0.25));
     // A bad name is refused with a clear error.
-    assert!(gyr::sample("bad name", || 1u32).unwrap_err().to_string().contains("not valid"));
+    assert!(
+        gyr::sample("bad name", || 1u32)
+            .unwrap_err()
+            .to_string()
+            .contains("not valid")
+    );
 }
 
 #[test]
@@ -269,7 +338,11 @@ fn exited_threads_are_drained_and_extended_sensors_filter() {
         .join()
         .unwrap();
     rt.shutdown();
-    let levels: Vec<f64> = mem.events("level").iter().filter_map(|(_, v)| v[0].as_f64()).collect();
+    let levels: Vec<f64> = mem
+        .events("level")
+        .iter()
+        .filter_map(|(_, v)| v[0].as_f64())
+        .collect();
     assert_eq!(levels, vec![0.0, 2.0, 4.0]);
     let agg = mem.events("test.agg");
     assert_eq!(agg.len(), 3);
@@ -282,15 +355,26 @@ fn exited_threads_are_drained_and_extended_sensors_filter() {
 fn a_second_runtime_is_refused_and_bad_env_is_explained() {
     let _g = support::serial();
     let rt = Builder::new().start().unwrap();
-    assert!(matches!(Builder::new().start(), Err(gyr::Error::AlreadyRunning)));
+    assert!(matches!(
+        Builder::new().start(),
+        Err(gyr::Error::AlreadyRunning)
+    ));
     drop(rt);
     // SAFETY of set_var: this test holds the serial lock, and no other thread reads the
     // environment meanwhile.
     unsafe { std::env::set_var("GYR_POLICY", "sometimes") };
-    let err = Builder::new().with_default_env().start().unwrap_err().to_string();
+    let err = Builder::new()
+        .with_default_env()
+        .start()
+        .unwrap_err()
+        .to_string();
     unsafe { std::env::remove_var("GYR_POLICY") };
     assert!(err.contains("GYR_POLICY") && err.contains("block"), "{err}");
-    let err = Builder::new().trace_file("/nonexistent-dir/x.gyr").start().unwrap_err().to_string();
+    let err = Builder::new()
+        .trace_file("/nonexistent-dir/x.gyr")
+        .start()
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("cannot create the trace file"), "{err}");
 }
 
@@ -318,6 +402,9 @@ fn more_monitors_start_when_one_falls_behind() {
     }
     let monitors = rt.monitor_count();
     let summary = rt.shutdown();
-    assert!(monitors > 1, "blocked producers should have started another monitor");
+    assert!(
+        monitors > 1,
+        "blocked producers should have started another monitor"
+    );
     assert_eq!(summary.lost, 0);
 }

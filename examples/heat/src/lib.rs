@@ -93,7 +93,13 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { size: 384, domains: 4, steps: 4000, tolerance: 1e-4, hot: 100.0 }
+        Config {
+            size: 384,
+            domains: 4,
+            steps: 4000,
+            tolerance: 1e-4,
+            hot: 100.0,
+        }
     }
 }
 
@@ -126,9 +132,12 @@ impl Progress {
     }
 }
 
+/// A channel pair to one neighbour: halo rows out, halo rows in.
+type Link = (Sender<Vec<f64>>, Receiver<Vec<f64>>);
+
 struct Links {
-    up: Option<(Sender<Vec<f64>>, Receiver<Vec<f64>>)>,
-    down: Option<(Sender<Vec<f64>>, Receiver<Vec<f64>>)>,
+    up: Option<Link>,
+    down: Option<Link>,
 }
 
 /// Runs the solver; blocks until it converges, runs out of steps, or `progress.stop` is set.
@@ -136,7 +145,12 @@ pub fn run(config: &Config, progress: &Arc<Progress>) -> Outcome {
     let n = config.size.max(8);
     let domains = config.domains.clamp(1, n / 2);
     // Channels between neighbours: a pair per direction.
-    let mut links: Vec<Links> = (0..domains).map(|_| Links { up: None, down: None }).collect();
+    let mut links: Vec<Links> = (0..domains)
+        .map(|_| Links {
+            up: None,
+            down: None,
+        })
+        .collect();
     for d in 0..domains.saturating_sub(1) {
         let (to_lower, from_upper) = channel();
         let (to_upper, from_lower) = channel();
@@ -183,7 +197,12 @@ pub fn run(config: &Config, progress: &Arc<Progress>) -> Outcome {
                             seconds: (t2 - t1).as_secs_f64(),
                         }
                         .emit();
-                        HaloWait { domain: d as u32, step, seconds: (t1 - t0).as_secs_f64() }.emit();
+                        HaloWait {
+                            domain: d as u32,
+                            step,
+                            seconds: (t1 - t0).as_secs_f64(),
+                        }
+                        .emit();
                         if let Some(a) = step_time.as_mut() {
                             a.observe((t2 - t0).as_secs_f64());
                         }
@@ -197,14 +216,19 @@ pub fn run(config: &Config, progress: &Arc<Progress>) -> Outcome {
                         if d == 0 {
                             Residual { step, residual }.emit();
                             progress.step.store(step, Ordering::Relaxed);
-                            progress.residual_bits.store(residual.to_bits(), Ordering::Relaxed);
+                            progress
+                                .residual_bits
+                                .store(residual.to_bits(), Ordering::Relaxed);
                             if let Some(s) = &steps_sensor {
                                 s.set(step);
                             }
                         }
                         let depth = domain.hot_front();
                         if let Some(row) = depth {
-                            front.observe(row as f64, || HotFront { step, row: row as u32 });
+                            front.observe(row as f64, || HotFront {
+                                step,
+                                row: row as u32,
+                            });
                         }
                         let stop = residual < config.tolerance
                             || step >= config.steps
@@ -216,7 +240,11 @@ pub fn run(config: &Config, progress: &Arc<Progress>) -> Outcome {
                             }
                             done_count.fetch_add(1, Ordering::Relaxed);
                             if d == 0 {
-                                *outcome.lock().unwrap() = Some(Outcome { steps: step, residual, mean_temperature: 0.0 });
+                                *outcome.lock().unwrap() = Some(Outcome {
+                                    steps: step,
+                                    residual,
+                                    mean_temperature: 0.0,
+                                });
                             }
                             // Every domain adds its share of the mean once domain 0 has set it up.
                             barrier.wait();
@@ -228,8 +256,11 @@ pub fn run(config: &Config, progress: &Arc<Progress>) -> Outcome {
                 .expect("spawn a domain thread");
         }
     });
-    let out = outcome.lock().unwrap().clone().expect("domain 0 reports the outcome");
-    out
+    outcome
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("domain 0 reports the outcome")
 }
 
 /// One strip of the plate, with a ghost row above and below.
@@ -252,7 +283,15 @@ impl Domain {
             cur[..n].fill(hot);
         }
         let next = cur.clone();
-        Domain { index, first_row: start, rows, n, hot, cur, next }
+        Domain {
+            index,
+            first_row: start,
+            rows,
+            n,
+            hot,
+            cur,
+            next,
+        }
     }
 
     fn row(&self, r: usize) -> &[f64] {
@@ -287,7 +326,11 @@ impl Domain {
         for r in 1..=self.rows {
             let mut row_max: f64 = 0.0;
             let mut row_sum = 0.0;
-            let (up, mid, down) = (&self.cur[(r - 1) * n..r * n], &self.cur[r * n..(r + 1) * n], &self.cur[(r + 1) * n..(r + 2) * n]);
+            let (up, mid, down) = (
+                &self.cur[(r - 1) * n..r * n],
+                &self.cur[r * n..(r + 1) * n],
+                &self.cur[(r + 1) * n..(r + 2) * n],
+            );
             let out = &mut self.next[r * n..(r + 1) * n];
             out[0] = 0.0;
             out[n - 1] = 0.0;
@@ -318,11 +361,15 @@ impl Domain {
 
     /// The first global row of this strip whose mean is below 1 degree, if any.
     fn hot_front(&self) -> Option<usize> {
-        (1..=self.rows).find(|&r| self.row(r).iter().sum::<f64>() / (self.n as f64) < 1.0).map(|r| self.first_row + r - 1)
+        (1..=self.rows)
+            .find(|&r| self.row(r).iter().sum::<f64>() / (self.n as f64) < 1.0)
+            .map(|r| self.first_row + r - 1)
     }
 
     fn sum(&self) -> f64 {
-        (1..=self.rows).map(|r| self.row(r).iter().sum::<f64>()).sum()
+        (1..=self.rows)
+            .map(|r| self.row(r).iter().sum::<f64>())
+            .sum()
     }
 
     fn finish_mean(&self, outcome: &std::sync::Mutex<Option<Outcome>>) {
@@ -340,12 +387,34 @@ mod tests {
     #[test]
     fn heat_flows_down_and_the_residual_falls() {
         let progress = Arc::new(Progress::default());
-        let out = run(&Config { size: 32, domains: 3, steps: 200, ..Config::default() }, &progress);
+        let out = run(
+            &Config {
+                size: 32,
+                domains: 3,
+                steps: 200,
+                ..Config::default()
+            },
+            &progress,
+        );
         assert_eq!(out.steps, 200);
-        assert!(out.mean_temperature > 1.0 && out.mean_temperature < 100.0, "{out:?}");
+        assert!(
+            out.mean_temperature > 1.0 && out.mean_temperature < 100.0,
+            "{out:?}"
+        );
         assert!(out.residual < 1.0, "{out:?}");
         // The same plate on one domain gives the same answer: the halo exchange is exact.
-        let one = run(&Config { size: 32, domains: 1, steps: 200, ..Config::default() }, &progress);
-        assert!((one.mean_temperature - out.mean_temperature).abs() < 1e-9, "{one:?} vs {out:?}");
+        let one = run(
+            &Config {
+                size: 32,
+                domains: 1,
+                steps: 200,
+                ..Config::default()
+            },
+            &progress,
+        );
+        assert!(
+            (one.mean_temperature - out.mean_temperature).abs() < 1e-9,
+            "{one:?} vs {out:?}"
+        );
     }
 }

@@ -11,7 +11,10 @@ fn main() {
     };
     let progress = std::sync::Arc::new(gyr_example_heat::Progress::default());
     let out = gyr_example_heat::run(&gyr_example_heat::Config::default(), &progress);
-    println!("{} steps, residual {:.3e}, mean temperature {:.3}", out.steps, out.residual, out.mean_temperature);
+    println!(
+        "{} steps, residual {:.3e}, mean temperature {:.3}",
+        out.steps, out.residual, out.mean_temperature
+    );
     if let Some(rt) = rt {
         let s = rt.shutdown();
         println!("gyr: {} records, {} lost", s.records, s.lost);

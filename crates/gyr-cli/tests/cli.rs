@@ -1,0 +1,263 @@
+//! The `gyr` binary end to end: what a user types, what they read, and the exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn gyr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(args)
+        .output()
+        .expect("run gyr")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A small demo trace, written once per test.
+fn demo_trace(dir: &Path) -> PathBuf {
+    let path = dir.join("demo.gyr");
+    let o = gyr(&[
+        "demo",
+        "--size",
+        "32",
+        "--domains",
+        "2",
+        "--steps",
+        "40",
+        "--trace",
+        path.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "demo failed: {out}{err}");
+    assert!(out.contains("done: 40 steps"), "{out}");
+    assert!(out.contains("0 lost"), "{out}");
+    path
+}
+
+#[test]
+fn stats_summarises_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = demo_trace(dir.path());
+    let o = gyr(&["trace", "stats", path.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for needle in [
+        "closed cleanly",
+        "work_load",
+        "residual",
+        "row_sweep",
+        "domain-0",
+        "domain-1",
+        "perturbation",
+        "lost 0",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+    let o = gyr(&["trace", "stats", "--json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["closed_cleanly"], true);
+    assert_eq!(v["lost"], 0);
+    let residual = v["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "residual")
+        .unwrap();
+    assert_eq!(residual["count"], 40);
+}
+
+#[test]
+fn dump_filters_by_type_thread_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = demo_trace(dir.path());
+    let p = path.to_str().unwrap();
+    let o = gyr(&["trace", "dump", p, "--type", "residual", "--json"]);
+    assert!(o.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 40);
+    assert!(lines.iter().all(|l| l["type"] == "residual"));
+    assert_eq!(lines[0]["fields"]["step"], 1);
+    assert_eq!(lines[0]["fields"]["residual"], 25.0);
+    let t0 = lines[10]["t_ns"].as_u64().unwrap();
+    let t1 = lines[19]["t_ns"].as_u64().unwrap();
+    let thread = lines[0]["thread"].as_u64().unwrap();
+    let o = gyr(&[
+        "trace",
+        "dump",
+        p,
+        "--type",
+        "residual",
+        "--from",
+        &format!("{t0}ns"),
+        "--to",
+        &format!("{t1}ns"),
+        "--thread",
+        &thread.to_string(),
+    ]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 10, "{out}");
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .contains("residual { step: 11, residual:"),
+        "{out}"
+    );
+    let o = gyr(&["trace", "dump", p, "--type", "no_such_type"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("no event type named no_such_type") && err.contains("work_load"),
+        "{err}"
+    );
+    let o = gyr(&["trace", "dump", p, "--from", "later"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn missing_foreign_and_corrupt_files_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gyr(&[
+        "trace",
+        "stats",
+        dir.path().join("nope.gyr").to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("cannot read") && err.contains("nope.gyr"),
+        "{err}"
+    );
+
+    let foreign = dir.path().join("foreign.gyr");
+    std::fs::write(&foreign, "this is a CSV file,1,2,3\n").unwrap();
+    let o = gyr(&["trace", "dump", foreign.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("is not a gyr trace"), "{err}");
+
+    let path = demo_trace(dir.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    let corrupt = dir.path().join("corrupt.gyr");
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let o = gyr(&["trace", "stats", corrupt.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is corrupt (checksum mismatch)") && err.contains("records in"),
+        "{err}"
+    );
+    assert!(
+        out.contains("heat.step"),
+        "what could be read is still shown:\n{out}"
+    );
+
+    // A cut-off file (writer killed) is not an error: every complete chunk is read.
+    let cut = dir.path().join("cut.gyr");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    std::fs::write(&cut, &good[..good.len() - 100]).unwrap();
+    let o = gyr(&["trace", "stats", cut.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("NOT closed") && err.contains("the file ends inside chunk"),
+        "{out}{err}"
+    );
+}
+
+#[test]
+fn a_writer_killed_mid_run_leaves_a_readable_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.gyr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args([
+            "demo",
+            "--size",
+            "256",
+            "--steps",
+            "1000000",
+            "--trace",
+            path.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until some chunks are on disk, then SIGKILL.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) < 2 << 20
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = gyr(&["trace", "stats", "--json", path.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["closed_cleanly"], false);
+    assert!(v["records"].as_u64().unwrap() > 1000, "{out}");
+    let o = gyr(&[
+        "trace",
+        "dump",
+        path.to_str().unwrap(),
+        "--type",
+        "residual",
+        "--limit",
+        "5",
+    ]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8(o.stdout).unwrap().lines().count(), 5);
+}
+
+#[test]
+fn spec_files_are_checked_with_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("sensors.toml");
+    std::fs::write(
+        &good,
+        "[[sensor]]\nname = \"work_load\"\ndescription = \"load per domain\"\nfields = [{ name = \"domain\", type = \"u32\" }, { name = \"load\", type = \"f64\" }]\n",
+    )
+    .unwrap();
+    let o = gyr(&["spec", good.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("tracing   work_load { domain: u32, load: f64 }  (12 bytes)"),
+        "{out}"
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[sensor]]\nname = \"a\"\nfields = [{ name = \"x\", type = \"double\" }]\n",
+    )
+    .unwrap();
+    let o = gyr(&["spec", bad.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("bad.toml:3:11: sensor `a`, field 1 (`x`): unknown type `double`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_demo_arguments_are_refused() {
+    let o = gyr(&["demo", "--size", "8"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("--size 8"), "{err}");
+}
