@@ -1,1 +1,43 @@
-fn main() {}
+//! gyr's benchmarks: each measures gyr against the physical floor and against peers in the same
+//! run, and prints one JSON object with ratios as the last line of stdout.
+//!
+//! `cargo run --release -p gyr-bench -- sensors --json`
+
+mod floor;
+mod peers;
+mod sensors;
+
+use clap::{Parser, Subcommand};
+
+/// gyr's benchmarks against peers and the physical floor.
+#[derive(Debug, Parser)]
+#[command(name = "gyr-bench", version, about)]
+struct Args {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// The capture path: sensor cost, disabled cost, peers, two threads, monitor throughput,
+    /// overhead on a compute kernel.
+    Sensors {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs (for smoke tests); figures are noisier.
+        #[arg(long)]
+        quick: bool,
+        /// Run only these parts (repeatable): floor, enabled, disabled, two-threads, tracing,
+        /// puffin, throughput, overhead. The JSON then holds only their figures.
+        #[arg(long, value_name = "PART")]
+        only: Vec<sensors::Part>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    match args.bench {
+        Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
+    }
+}

@@ -98,7 +98,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
         impl #impl_generics #ident #ty_generics #where_clause {
             /// Records this event, if its sensor is on.
-            #[inline]
+            #[inline(always)]
             #[allow(dead_code)]
             pub fn emit(&self) {
                 ::gyr::emit(self)

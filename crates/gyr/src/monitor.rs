@@ -28,6 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+/// A pass that drains at least this much is followed at once by another.
+const BUSY_PASS_BYTES: usize = 64 << 10;
+
 /// A running monitor, as the runtime sees it.
 #[derive(Debug)]
 pub(crate) struct MonitorSlot {
@@ -308,6 +311,11 @@ impl Monitor {
             lock(&self.shared.rings).retain(|e| !finished.contains(&e.info.id));
         }
         self.update_load(pass.bytes);
+        // A pass that moved a lot of data means producers are writing fast: look again at once
+        // rather than sleep (this is not spinning: every such pass does real work).
+        if pass.bytes >= BUSY_PASS_BYTES {
+            pass.busy = true;
+        }
         pass
     }
 

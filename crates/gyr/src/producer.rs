@@ -187,16 +187,18 @@ impl ThreadBuffer {
                 self.entry.ring.note_dropped(self.seq);
                 return None;
             }
+            // Wait politely: spin briefly, then yield the core (the monitor may need it), then
+            // sleep; never spin for long on a machine with few cores.
             spins += 1;
-            if spins < 64 {
+            if spins < 32 {
                 std::hint::spin_loop();
-            } else if spins < 96 {
+            } else if spins < 256 {
                 std::thread::yield_now();
             } else {
                 if spins.is_multiple_of(64) {
                     self.shared.wake_monitor(self.entry.monitor());
                 }
-                std::thread::sleep(Duration::from_micros(20));
+                std::thread::sleep(Duration::from_micros(10));
             }
         }
     }

@@ -101,6 +101,13 @@ impl SensorType {
         }
     }
 
+    /// Whether events of this type are being dropped at the switch (one relaxed load).
+    /// [`emit!`](crate::emit!) checks this before it builds the event.
+    #[inline(always)]
+    pub fn is_off(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == STATE_OFF
+    }
+
     /// The type's id, or 0 before its first registration.
     pub fn id(&self) -> TypeId {
         self.id.load(Ordering::Relaxed)

@@ -54,7 +54,9 @@ pub(crate) struct Ring {
 #[derive(Debug)]
 pub(crate) struct Producer {
     tail: usize,
-    cached_head: usize,
+    /// The tail position past which the producer must look at `head` again: where the ring
+    /// is full by its last look, or where it passes half full and the consumer should be woken.
+    limit: usize,
     /// Set when the ring passed half full and the consumer should be woken early.
     pub(crate) wake_consumer: bool,
 }
@@ -106,7 +108,7 @@ impl Ring {
     pub(crate) fn producer(&self) -> Producer {
         Producer {
             tail: 0,
-            cached_head: 0,
+            limit: self.capacity() / 2,
             wake_consumer: false,
         }
     }
@@ -130,14 +132,21 @@ impl Ring {
         let pos = p.tail & self.mask;
         let to_end = cap - pos;
         let advance = if need <= to_end { need } else { to_end + need };
-        if p.tail + advance - p.cached_head > cap {
-            p.cached_head = self.head.0.load(Ordering::Acquire);
-            let used = p.tail - p.cached_head;
+        if p.tail + advance > p.limit {
+            let head = self.head.0.load(Ordering::Acquire);
+            let used = p.tail - head;
             if used + advance > cap {
+                p.limit = head + cap;
                 return Reserve::Full;
             }
-            if used > cap / 2 && !self.wake_requested.swap(true, Ordering::Relaxed) {
-                p.wake_consumer = true;
+            if used + advance > cap / 2 {
+                // Half full: ask for an early drain (once), and look again only when full.
+                if !self.wake_requested.swap(true, Ordering::Relaxed) {
+                    p.wake_consumer = true;
+                }
+                p.limit = head + cap;
+            } else {
+                p.limit = head + cap / 2;
             }
         }
         if advance != need {

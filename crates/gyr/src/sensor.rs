@@ -46,7 +46,7 @@ pub trait Sensor {
     fn encode(&self, out: &mut [u8]);
 
     /// Records this event, if its sensor is on.
-    #[inline]
+    #[inline(always)]
     fn emit(&self)
     where
         Self: Sized,
@@ -191,8 +191,30 @@ impl<T: SensorField + ?Sized> SensorField for &T {
     }
 }
 
+/// Records an event written as a struct literal, checking the sensor's switch *before* the
+/// event is built: a disabled sensor then costs one relaxed load and a branch, whatever the
+/// fields cost to compute. Use it in hot loops; `event.emit()` is the same otherwise.
+///
+/// ```
+/// #[derive(gyr::Sensor)]
+/// struct Step { n: u64, residual: f64 }
+/// # fn expensive() -> f64 { 0.5 }
+/// gyr::emit!(Step { n: 7, residual: expensive() }); // `expensive()` runs only if Step is on
+/// ```
+#[macro_export]
+macro_rules! emit {
+    ($($ty:ident)::+ { $($fields:tt)* }) => {
+        if !<$($ty)::+ as $crate::Sensor>::sensor_type().is_off() {
+            $crate::emit(&$($ty)::+ { $($fields)* })
+        }
+    };
+}
+
 /// Records `event`, if its sensor is on. Same as `event.emit()`.
-#[inline]
+///
+/// Always inlined, so that a disabled sensor is one load and a branch at the call site, and the
+/// event itself is only built when the sensor is on.
+#[inline(always)]
 pub fn emit<E: Sensor>(event: &E) {
     let ty = E::sensor_type();
     let state = ty.state.load(Ordering::Relaxed);

@@ -341,14 +341,14 @@ impl Domain {
                 out[c] = v;
             }
             residual = residual.max(row_max);
-            RowSweep {
+            // The finest-grained sensor: `emit!` checks its switch before building the event.
+            gyr::emit!(RowSweep {
                 domain: self.index as u32,
                 row: (self.first_row + r - 1) as u32,
                 step,
                 max_delta: row_max,
                 mean: row_sum / n as f64,
-            }
-            .emit();
+            });
         }
         // The last domain's lower ghost row is the cold bottom edge: it stays 0.
         std::mem::swap(&mut self.cur, &mut self.next);
