@@ -72,3 +72,8 @@ pub mod __private {
     pub use crate::registry::SensorType;
     pub use gyr_core::{Field, FieldType};
 }
+
+/// The README's examples, compiled and run as doc tests so they cannot drift.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

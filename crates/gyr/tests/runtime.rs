@@ -79,15 +79,7 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
 fn stress_block_policy_delivers_everything_exactly_once() {
     let _g = support::serial();
     const THREADS: u32 = 8;
-    let per_thread: u64 = if cfg!(debug_assertions) {
-        250_000
-    } else {
-        1_000_000
-    };
-    let per_thread = std::env::var("GYR_STRESS_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(per_thread);
+    let per_thread: u64 = 1_000_000;
     type Seen = HashMap<u64, (u32, u64, u64)>; // gyr thread -> (app thread, last seq, count)
     let seen: Arc<Mutex<Seen>> = Arc::default();
     let bad = Arc::new(Mutex::new(Vec::<String>::new()));
