@@ -36,17 +36,21 @@ impl FloorRing {
         })
     }
 
-    /// Drains everything published; returns the slots consumed.
-    pub(crate) fn drain(&self) -> usize {
+    /// Drains everything published into `out`, as any consumer that keeps the events must;
+    /// returns the slots consumed.
+    pub(crate) fn drain(&self, out: &mut Vec<u64>) -> usize {
         let tail = self.tail.0.load(Ordering::Acquire);
         let head = self.head.0.load(Ordering::Relaxed);
-        let mut sum = 0u64;
+        out.clear();
         for i in head..tail {
-            // Read the slot, as a real consumer would.
             let base = (i & self.mask) * SLOT_WORDS;
-            sum = sum.wrapping_add(self.words[base].load(Ordering::Relaxed));
+            out.extend(
+                self.words[base..base + SLOT_WORDS]
+                    .iter()
+                    .map(|w| w.load(Ordering::Relaxed)),
+            );
         }
-        std::hint::black_box(sum);
+        std::hint::black_box(&out);
         self.head.0.store(tail, Ordering::Release);
         tail - head
     }
@@ -97,7 +101,8 @@ impl FloorProducer {
     }
 }
 
-/// A consumer thread draining rings with short sleeps, like a local monitor.
+/// A consumer thread draining rings with short sleeps, like a local monitor: it copies every
+/// event out (a consumer that keeps nothing would flatter the floor).
 #[derive(Debug)]
 pub(crate) struct FloorConsumer {
     stop: Arc<AtomicBool>,
@@ -109,8 +114,9 @@ impl FloorConsumer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::spawn(move || {
+            let mut out = Vec::new();
             while !s.load(Ordering::Relaxed) {
-                let n: usize = rings.iter().map(|r| r.drain()).sum();
+                let n: usize = rings.iter().map(|r| r.drain(&mut out)).sum();
                 if n < 1024 {
                     std::thread::sleep(Duration::from_millis(1));
                 }

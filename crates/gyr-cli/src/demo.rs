@@ -29,17 +29,20 @@ pub(crate) struct DemoArgs {
     #[arg(long, default_value_t = 4)]
     domains: usize,
     /// Most solver steps.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 20_000)]
     steps: u64,
     /// Where to write the trace.
     #[arg(long, default_value = "gyr-demo.gyr")]
     trace: PathBuf,
+    /// Trace every row sweep (by default one in 4, set through sensor control, keeps the
+    /// trace near 300 MB).
+    #[arg(long)]
+    all_rows: bool,
 }
 
 #[derive(Default)]
 struct Live {
     schemas: HashMap<u32, Schema>,
-    counts: HashMap<String, u64>,
     records: u64,
     lost: u64,
     /// Compute seconds per domain since the last display.
@@ -60,7 +63,6 @@ impl Live {
                     let Some(s) = self.schemas.get(&r.header.type_id) else {
                         continue;
                     };
-                    *self.counts.entry(s.name.clone()).or_default() += 1;
                     let field =
                         |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
                     match s.name.as_str() {
@@ -117,6 +119,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         .sink(sink)
         .start()
         .map_err(|e| Failure::input(anyhow::Error::from(e).context("cannot start gyr")))?;
+    if !args.all_rows {
+        gyr::control::set_rate(
+            &gyr::control::Target::Type("row_sweep".into()),
+            gyr::control::Rate::EveryNth(4),
+        )
+        .map_err(|e| Failure::from(anyhow::Error::from(e)))?;
+    }
     let config = Config {
         size: args.size,
         domains: args.domains,
@@ -134,7 +143,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "gyr demo: 2-D heat diffusion on a {0}x{0} plate, {1} domain threads, up to {2} steps; trace: {3}",
+        "gyr demo: heat diffusion on a {0}x{0} plate, {1} domain threads, up to {2} steps -> {3}",
         args.size,
         args.domains,
         args.steps,
@@ -147,6 +156,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     let mut last = (Instant::now(), 0u64);
     let mut drawn = 0usize;
+    let mut last_load: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let interval = if tty {
         Duration::from_millis(250)
     } else {
@@ -155,14 +165,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     loop {
         let finished = solver.is_finished();
         std::thread::sleep(if finished { Duration::ZERO } else { interval });
-        let (records, lost, work, wait, residuals) = {
+        let (records, lost, mut work, mut wait) = {
             let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
             (
                 l.records,
                 l.lost,
                 std::mem::take(&mut l.work),
                 std::mem::take(&mut l.wait),
-                l.counts.get("residual").copied().unwrap_or(0),
             )
         };
         let now = Instant::now();
@@ -173,24 +182,33 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             (records - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-9)
         };
         last = (now, records);
-        let mut lines = vec![format!(
-            "t {:>6.1} s  step {:>6}/{}  residual {:>9.3e}  events {:>10.0}/s{}  total {:>10}  lost {}  ({} residual events)",
-            start.elapsed().as_secs_f64(),
-            progress.step.load(Ordering::Relaxed),
-            args.steps,
-            progress.residual(),
-            rate,
-            if finished { " (run average)" } else { "" },
-            records,
-            lost,
-            residuals
-        )];
+        let mut lines = vec![
+            format!(
+                "t {:>6.1} s   step {:>7} of {}   residual {:>9.3e}",
+                start.elapsed().as_secs_f64(),
+                progress.step.load(Ordering::Relaxed),
+                args.steps,
+                progress.residual(),
+            ),
+            format!(
+                "events {:>7.2} M/s{}   recorded {:>10}   lost {}",
+                rate / 1e6,
+                if finished { " on average" } else { "" },
+                records,
+                lost,
+            ),
+        ];
+        // The last frame may come after the domains' last events: show the frame before's load.
+        if work.is_empty() {
+            (work, wait) = last_load.clone();
+        }
+        last_load = (work.clone(), wait.clone());
         // Load balance: each domain's compute time against the busiest domain's.
         let busiest = work.iter().copied().fold(0.0, f64::max);
         for (d, w) in work.iter().enumerate() {
             let h = wait.get(d).copied().unwrap_or(0.0);
             lines.push(format!(
-                "  domain-{d:<2} compute {} {:>7.1} ms   halo wait {:>7.1} ms",
+                "  domain-{d:<2} compute {} {:>7.1} ms  halo wait {:>6.1} ms",
                 bar(w / busiest.max(1e-12), 30),
                 w * 1e3,
                 h * 1e3
@@ -206,7 +224,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
                 writeln!(out, "{line}")?;
             }
         }
-        drawn = lines.len();
+        // Clear what is left of a taller previous frame.
+        if tty {
+            for _ in lines.len()..drawn {
+                writeln!(out, "\x1b[2K")?;
+            }
+        }
+        drawn = lines.len().max(drawn);
         out.flush()?;
         if finished {
             break;
