@@ -149,7 +149,22 @@ impl Monitor {
         loop {
             let stopping = self.shared.stopping.load(Ordering::SeqCst);
             let flush_target = self.shared.flush_requested.load(Ordering::SeqCst);
-            let pass = self.pass();
+            let pass = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.pass()))
+            {
+                Ok(pass) => pass,
+                Err(_) => {
+                    // A bug in gyr must not block the program: from now on, full rings drop
+                    // (and count) instead of waiting for a monitor that may never drain them.
+                    if !self.shared.failed.swap(true, Ordering::SeqCst) {
+                        eprintln!(
+                            "gyr: local monitor {} failed; full rings now drop and count events instead of blocking",
+                            self.index
+                        );
+                    }
+                    std::thread::sleep(self.shared.config.poll_interval);
+                    continue;
+                }
+            };
             if stopping {
                 // Final drain: until a pass finds nothing (producers may still be finishing).
                 let mut quiet = 0;

@@ -166,7 +166,7 @@ impl ThreadBuffer {
     #[cold]
     #[inline(never)]
     fn full(&mut self, len: usize) -> Option<Reservation> {
-        if self.policy == Policy::Drop {
+        if self.policy == Policy::Drop || self.shared.failed.load(Ordering::Relaxed) {
             self.entry.ring.note_dropped(self.seq);
             return None;
         }
@@ -182,7 +182,9 @@ impl ThreadBuffer {
                     .fetch_add(waited, Ordering::Relaxed);
                 return Some(r);
             }
-            if runtime::EPOCH.load(Ordering::Relaxed) != self.epoch {
+            if runtime::EPOCH.load(Ordering::Relaxed) != self.epoch
+                || self.shared.failed.load(Ordering::Relaxed)
+            {
                 // The runtime shut down while we waited: nobody will drain this ring again.
                 self.entry.ring.note_dropped(self.seq);
                 return None;

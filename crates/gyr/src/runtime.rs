@@ -323,6 +323,7 @@ impl Builder {
             monitors: Mutex::new(Vec::new()),
             sinks: Mutex::new(SinkSet::new(self.sinks)),
             stopping: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             next_thread: AtomicU64::new(1),
             flush_requested: AtomicU64::new(0),
             flush_done: (Mutex::new(0), Condvar::new()),
@@ -382,6 +383,8 @@ pub(crate) struct Shared {
     pub(crate) monitors: Mutex<Vec<Arc<MonitorSlot>>>,
     pub(crate) sinks: Mutex<SinkSet>,
     pub(crate) stopping: AtomicBool,
+    /// A monitor failed: Block degrades to Drop so the program is never blocked for good.
+    pub(crate) failed: AtomicBool,
     pub(crate) next_thread: AtomicU64,
     pub(crate) flush_requested: AtomicU64,
     pub(crate) flush_done: (Mutex<u64>, Condvar),
@@ -504,7 +507,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// Makes every event emitted so far reach the sinks and the sinks flush to their storage.
-    /// Returns false if the monitors did not finish within a second.
+    /// Returns false if the monitors did not finish within five seconds.
     pub fn flush(&self) -> bool {
         self.shared
             .as_ref()

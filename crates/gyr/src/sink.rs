@@ -96,7 +96,12 @@ impl SinkSet {
 
     fn each(&mut self, stats: &Stats, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
         for slot in self.slots.iter_mut().filter(|s| !s.failed) {
-            if let Err(e) = f(slot.sink.as_mut()) {
+            // A sink is user code running on a monitor thread: a panic in it disables that sink,
+            // like an error, and never takes the monitor (or the program) down.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(slot.sink.as_mut())))
+                    .unwrap_or_else(|_| Err(io::Error::other("it panicked")));
+            if let Err(e) = result {
                 slot.failed = true;
                 stats.sink_errors.fetch_add(1, Ordering::Relaxed);
                 eprintln!(

@@ -38,6 +38,7 @@ fn a_panic_flushes_the_trace_before_the_process_dies() {
             "--nocapture",
         ])
         .env(CHILD, &path)
+        .stderr(std::process::Stdio::null())
         .status()
         .unwrap();
     assert!(!status.success(), "the child aborts");

@@ -400,3 +400,25 @@ fn more_monitors_start_when_one_falls_behind() {
     );
     assert_eq!(summary.lost, 0);
 }
+
+#[test]
+fn a_panicking_sink_is_disabled_and_the_others_go_on() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let bad = CallbackSink::new(|item| {
+        if let StreamItem::Records { .. } = item {
+            panic!("a bug in a user's sink");
+        }
+    });
+    let rt = Builder::new().sink(bad).sink(mem.clone()).start().unwrap();
+    for n in 0..10 {
+        Tick { thread: 0, n }.emit();
+    }
+    assert!(rt.flush());
+    for n in 10..20 {
+        Tick { thread: 0, n }.emit();
+    }
+    let summary = rt.shutdown();
+    assert_eq!(summary.sink_errors, 1);
+    assert_eq!(mem.events("tick").len(), 20);
+}
