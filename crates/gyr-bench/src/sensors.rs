@@ -173,6 +173,76 @@ fn run_kernel_floor(steps: u64, k: u32, p: &mut FloorProducer) -> Duration {
     t.elapsed()
 }
 
+/// The kernel size `k` at which one step (kernel and a disabled sensor) takes about 1 µs, so
+/// that the kernel emits about 1M events per second.
+fn calibrate_kernel() -> u32 {
+    let rt = Builder::new().sink(NullSink).start().expect("start gyr");
+    P64 { a: [0; 8] }.emit();
+    set_enabled(&Target::Type("bench.p64".into()), false);
+    let mut k = 100u32;
+    for _ in 0..6 {
+        let d = run_kernel(50_000, k);
+        let per_step = d.as_secs_f64() / 50_000.0;
+        k = ((k as f64) * 1e-6 / per_step).clamp(1.0, 1e6) as u32;
+    }
+    set_enabled(&Target::Type("bench.p64".into()), true);
+    drop(rt);
+    k
+}
+
+struct Overhead {
+    pct: f64,
+    floor_pct: f64,
+    events_per_s: f64,
+    lost: u64,
+}
+
+/// The kernel with sensors on against sensors off (and against the floor), alternating, medians.
+fn overhead(
+    plan: &Plan,
+    clock: &quanta::Clock,
+    k: u32,
+    trace: Option<&std::path::Path>,
+) -> anyhow::Result<Overhead> {
+    let b = Builder::new().policy(Policy::Block);
+    let rt = match trace {
+        Some(p) => b.trace_file(p),
+        None => b.sink(NullSink),
+    }
+    .start()?;
+    let ring = FloorRing::new(1 << 16);
+    let consumer = FloorConsumer::start(vec![ring.clone()]);
+    let mut floor = FloorProducer::new(ring, clock.clone());
+    let (mut off, mut on, mut fl) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..plan.overhead_reps {
+        set_enabled(&Target::Type("bench.p64".into()), false);
+        off.push(run_kernel(plan.overhead_steps, k).as_secs_f64());
+        set_enabled(&Target::Type("bench.p64".into()), true);
+        on.push(run_kernel(plan.overhead_steps, k).as_secs_f64());
+        set_enabled(&Target::Type("bench.p64".into()), false);
+        fl.push(run_kernel_floor(plan.overhead_steps, k, &mut floor).as_secs_f64());
+        rt.flush();
+    }
+    set_enabled(&Target::Type("bench.p64".into()), true);
+    drop(consumer);
+    let lost = rt.shutdown().lost;
+    // Ratios of runs made side by side cancel the machine's drift better than ratios of medians.
+    let pct = |v: &[f64]| {
+        median(
+            v.iter()
+                .zip(&off)
+                .map(|(x, o)| (x / o - 1.0) * 100.0)
+                .collect(),
+        )
+    };
+    Ok(Overhead {
+        pct: pct(&on),
+        floor_pct: pct(&fl),
+        events_per_s: plan.overhead_steps as f64 / median(off.clone()),
+        lost,
+    })
+}
+
 fn run_kernel(steps: u64, k: u32) -> Duration {
     let t = Instant::now();
     let mut x = 1.0;
@@ -313,6 +383,21 @@ pub(crate) fn run(json: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> 
     let line = |what: &str, v: String| println!("  {what:<48} {v}");
 
     if want(Part::Floor) {
+        let stamp = per_event(
+            &plan,
+            || {},
+            |b| {
+                for i in b..b + plan.events {
+                    black_box(i);
+                    black_box(clock.raw());
+                }
+            },
+        );
+        line(
+            "reading the timestamp counter alone",
+            format!("{stamp:8.2} ns"),
+        );
+        out.insert("timestamp_ns".into(), json!(r2(stamp)));
         let floor = floor_1t(&plan, &clock);
         line(
             "floor: stamp + copy into an SPSC ring",
@@ -511,53 +596,34 @@ pub(crate) fn run(json: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> 
         );
     }
     if want(Part::Overhead) {
-        // A kernel that emits about 1M events per second, sensors on against sensors off.
+        let k = calibrate_kernel();
         let dir = tempfile::tempdir()?;
-        let rt = Builder::new()
-            .policy(Policy::Block)
-            .trace_file(dir.path().join("overhead.gyr"))
-            .start()?;
-        set_enabled(&Target::Type("bench.p64".into()), false);
-        let mut k = 100u32;
-        for _ in 0..6 {
-            let d = run_kernel(50_000, k);
-            let per_step = d.as_secs_f64() / 50_000.0;
-            k = ((k as f64) * 1e-6 / per_step).clamp(1.0, 1e6) as u32;
-        }
-        // The floor's overhead on the same kernel: what stamping and copying alone cost it.
-        let ring = FloorRing::new(1 << 16);
-        let consumer = FloorConsumer::start(vec![ring.clone()]);
-        let mut floor = FloorProducer::new(ring, clock.clone());
-        let (mut off, mut on, mut fl) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..plan.overhead_reps {
-            set_enabled(&Target::Type("bench.p64".into()), false);
-            off.push(run_kernel(plan.overhead_steps, k).as_secs_f64());
-            set_enabled(&Target::Type("bench.p64".into()), true);
-            on.push(run_kernel(plan.overhead_steps, k).as_secs_f64());
-            set_enabled(&Target::Type("bench.p64".into()), false);
-            fl.push(run_kernel_floor(plan.overhead_steps, k, &mut floor).as_secs_f64());
-            rt.flush();
-        }
-        drop(consumer);
-        let lost = rt.shutdown().lost;
-        let (off, on, fl) = (median(off), median(on), median(fl));
-        let pct = (on / off - 1.0) * 100.0;
-        let floor_pct = (fl / off - 1.0) * 100.0;
-        let eps = plan.overhead_steps as f64 / off;
+        let file = overhead(&plan, &clock, k, Some(&dir.path().join("overhead.gyr")))?;
+        let null = overhead(&plan, &clock, k, None)?;
         line(
-            "overhead on a compute kernel",
+            "overhead on a compute kernel, into a trace file",
             format!(
-                "{pct:8.2} % at {:.2} M events/s into a trace file, {lost} lost",
-                eps / 1e6
+                "{:8.2} % at {:.2} M events/s, {} lost",
+                file.pct,
+                file.events_per_s / 1e6,
+                file.lost
             ),
         );
         line(
-            "  the floor's overhead on the same kernel",
-            format!("{floor_pct:8.2} %"),
+            "  the same, into a sink that discards",
+            format!("{:8.2} %", null.pct),
         );
-        out.insert("overhead_pct".into(), json!(r2(pct)));
-        out.insert("overhead_floor_pct".into(), json!(r2(floor_pct)));
-        out.insert("overhead_kernel_events_per_s".into(), json!(eps.round()));
+        line(
+            "  the floor's overhead on the same kernel",
+            format!("{:8.2} %", file.floor_pct),
+        );
+        out.insert("overhead_pct".into(), json!(r2(file.pct)));
+        out.insert("overhead_null_sink_pct".into(), json!(r2(null.pct)));
+        out.insert("overhead_floor_pct".into(), json!(r2(file.floor_pct)));
+        out.insert(
+            "overhead_kernel_events_per_s".into(),
+            json!(file.events_per_s.round()),
+        );
     }
     let num =
         |m: &serde_json::Map<String, serde_json::Value>, k: &str| m.get(k).and_then(|v| v.as_f64());
