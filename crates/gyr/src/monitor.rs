@@ -28,9 +28,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-/// A pass that drains at least this much is followed at once by another.
-const BUSY_PASS_BYTES: usize = 64 << 10;
-
 /// A running monitor, as the runtime sees it.
 #[derive(Debug)]
 pub(crate) struct MonitorSlot {
@@ -238,6 +235,7 @@ impl Monitor {
         };
         let now_ns = clk.now_ns();
         let mut finished = Vec::new();
+        let mut drained_capacity = 0usize;
         let mine = std::mem::take(&mut self.mine);
         for e in &mine {
             let closed = e.ring.is_closed();
@@ -265,6 +263,9 @@ impl Monitor {
                 .ring
                 .drain(&mut c.head, |run| batch.bytes.extend_from_slice(run));
             pass.bytes += n;
+            if n > 0 {
+                drained_capacity += cap;
+            }
             let mut at = start;
             while at < self.batch.bytes.len() {
                 let mut h = RecordHeader::read(&self.batch.bytes[at..])
@@ -326,9 +327,11 @@ impl Monitor {
             lock(&self.shared.rings).retain(|e| !finished.contains(&e.info.id));
         }
         self.update_load(pass.bytes);
-        // A pass that moved a lot of data means producers are writing fast: look again at once
-        // rather than sleep (this is not spinning: every such pass does real work).
-        if pass.bytes >= BUSY_PASS_BYTES {
+        // A pass that found its rings a quarter full or more means producers are writing faster
+        // than one pass per poll interval drains: look again at once rather than sleep (this is
+        // not spinning: every such pass does real work). Below that, sleeping leaves the cores to
+        // the program.
+        if pass.bytes * 4 >= drained_capacity && drained_capacity > 0 {
             pass.busy = true;
         }
         pass
