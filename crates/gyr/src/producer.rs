@@ -150,10 +150,10 @@ impl ThreadBuffer {
         };
         let ring = &self.entry.ring;
         ring.write(r, len, |slot| {
+            let n = slot.len();
+            slot[n - 8..].fill(0);
             header.write(slot);
             encode(&mut slot[RECORD_HEADER_LEN..len]);
-            // Padding is zero, so files are deterministic (a constant-size event has none).
-            slot[len..].fill(0);
         });
         ring.commit(&mut self.producer, r);
         if self.producer.wake_consumer {
