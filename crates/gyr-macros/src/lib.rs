@@ -1,11 +1,12 @@
-//! Derive macros for gyr: `#[derive(Sensor)]` turns a struct into an event type.
+//! Derive macros for gyr: `#[derive(Sensor)]` turns a struct into an event type,
+//! `#[derive(Steerable)]` turns its fields into steering attributes.
 //! Use them through the `gyr` crate (`gyr::Sensor`), which re-exports them; everything they
 //! expand to is public API of `gyr`.
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 use proc_macro::TokenStream;
 use quote::quote;
-use syn::{Data, DeriveInput, Fields, LitStr, parse_macro_input};
+use syn::{Data, DeriveInput, Expr, Fields, LitStr, Path, parse_macro_input};
 
 /// Implements `gyr::Sensor` for a struct with named fields, and adds an inherent `emit()`.
 #[proc_macro_derive(Sensor, attributes(sensor))]
@@ -102,6 +103,189 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             #[allow(dead_code)]
             pub fn emit(&self) {
                 ::gyr::emit(self)
+            }
+        }
+    })
+}
+
+/// Implements `gyr::steer::Steerable` for a struct with named fields.
+///
+/// Field attributes, inside `#[steer(...)]`: `unit = "s"`, `min = 0.0`, `max = 1.0`,
+/// `read_only`, `description = "..."`, `validate = path::to::fn` (a `fn(&FieldType) ->
+/// Result<(), String>` that sees the new value), `nested` (the field is itself `Steerable`; its
+/// attributes appear as `field.attr`), `skip` (not an attribute).
+#[proc_macro_derive(Steerable, attributes(steer))]
+pub fn derive_steerable(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand_steerable(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+#[derive(Default)]
+struct SteerAttrs {
+    unit: Option<String>,
+    min: Option<Expr>,
+    max: Option<Expr>,
+    read_only: bool,
+    description: Option<String>,
+    validate: Option<Path>,
+    nested: bool,
+    skip: bool,
+}
+
+fn steer_attrs(field: &syn::Field) -> syn::Result<SteerAttrs> {
+    let mut out = SteerAttrs::default();
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("steer")) {
+        attr.parse_nested_meta(|meta| {
+            let p = &meta.path;
+            if p.is_ident("unit") {
+                out.unit = Some(meta.value()?.parse::<LitStr>()?.value());
+            } else if p.is_ident("description") {
+                out.description = Some(meta.value()?.parse::<LitStr>()?.value());
+            } else if p.is_ident("min") {
+                out.min = Some(meta.value()?.parse::<Expr>()?);
+            } else if p.is_ident("max") {
+                out.max = Some(meta.value()?.parse::<Expr>()?);
+            } else if p.is_ident("validate") {
+                out.validate = Some(meta.value()?.parse::<Path>()?);
+            } else if p.is_ident("read_only") {
+                out.read_only = true;
+            } else if p.is_ident("nested") {
+                out.nested = true;
+            } else if p.is_ident("skip") {
+                out.skip = true;
+            } else {
+                return Err(meta.error(
+                    "unknown steer attribute; use unit, min, max, read_only, description, validate, nested or skip",
+                ));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+fn expand_steerable(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let ident = &input.ident;
+    let fields = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(f) => f.named.iter().collect::<Vec<_>>(),
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    ident,
+                    "Steerable needs named fields: they name the attributes",
+                ));
+            }
+        },
+        _ => {
+            return Err(syn::Error::new_spanned(
+                ident,
+                "Steerable can be derived for structs only",
+            ));
+        }
+    };
+    let mut infos = Vec::new();
+    let mut gets = Vec::new();
+    let mut sets = Vec::new();
+    let mut nested_gets = Vec::new();
+    let mut nested_sets = Vec::new();
+    for f in fields {
+        let a = steer_attrs(f)?;
+        if a.skip {
+            continue;
+        }
+        let fid = f.ident.clone().unwrap();
+        let name = fid.to_string().trim_start_matches("r#").to_owned();
+        let ty = &f.ty;
+        if a.nested {
+            let prefix = format!("{name}.");
+            infos.push(quote! {
+                for mut a in <#ty as ::gyr::steer::Steerable>::attributes() {
+                    a.name = ::std::format!("{}{}", #prefix, a.name);
+                    v.push(a);
+                }
+            });
+            nested_gets.push(quote! {
+                if let ::std::option::Option::Some(rest) = name.strip_prefix(#prefix) {
+                    return ::gyr::steer::Steerable::get_attr(&self.#fid, rest);
+                }
+            });
+            nested_sets.push(quote! {
+                if let ::std::option::Option::Some(rest) = name.strip_prefix(#prefix) {
+                    return ::gyr::steer::Steerable::set_attr(&mut self.#fid, rest, value);
+                }
+            });
+            continue;
+        }
+        let unit = a
+            .unit
+            .iter()
+            .map(|u| quote! { a.unit = ::std::option::Option::Some(#u.into()); });
+        let desc = a
+            .description
+            .iter()
+            .map(|d| quote! { a.description = ::std::option::Option::Some(#d.into()); });
+        let min = a
+            .min
+            .iter()
+            .map(|m| quote! { a.min = ::std::option::Option::Some((#m) as f64); });
+        let max = a
+            .max
+            .iter()
+            .map(|m| quote! { a.max = ::std::option::Option::Some((#m) as f64); });
+        let ro = a.read_only;
+        infos.push(quote! {
+            {
+                let mut a = ::gyr::steer::AttrInfo::new(#name, <#ty as ::gyr::steer::AttrValue>::TYPE);
+                a.read_only = #ro;
+                #(#unit)* #(#desc)* #(#min)* #(#max)*
+                v.push(a);
+            }
+        });
+        gets.push(quote! { #name => ::std::option::Option::Some(::gyr::steer::AttrValue::to_value(&self.#fid)), });
+        let validate = a.validate.iter().map(|p| quote! { #p(&new)?; });
+        if ro {
+            sets.push(quote! { #name => ::std::result::Result::Err(::std::format!("`{}` is read-only", #name)), });
+        } else {
+            sets.push(quote! {
+                #name => {
+                    let new = <#ty as ::gyr::steer::AttrValue>::from_value(value)?;
+                    #(#validate)*
+                    self.#fid = new;
+                    ::std::result::Result::Ok(())
+                }
+            });
+        }
+    }
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    Ok(quote! {
+        impl #impl_generics ::gyr::steer::Steerable for #ident #ty_generics #where_clause {
+            fn attributes() -> ::std::vec::Vec<::gyr::steer::AttrInfo> {
+                let mut v = ::std::vec::Vec::new();
+                #(#infos)*
+                v
+            }
+            #[allow(unreachable_code)]
+            fn get_attr(&self, name: &str) -> ::std::option::Option<::gyr::gyr_core::Value> {
+                match name {
+                    #(#gets)*
+                    _ => {
+                        #(#nested_gets)*
+                        ::std::option::Option::None
+                    }
+                }
+            }
+            #[allow(unreachable_code)]
+            fn set_attr(&mut self, name: &str, value: &::gyr::gyr_core::Value) -> ::std::result::Result<(), ::std::string::String> {
+                match name {
+                    #(#sets)*
+                    _ => {
+                        #(#nested_sets)*
+                        ::std::result::Result::Err(::std::format!("no attribute `{}`", name))
+                    }
+                }
             }
         }
     })

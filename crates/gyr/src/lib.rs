@@ -23,7 +23,9 @@
 //! - [`control`]: switching sensors on and off and limiting their rate at run time;
 //! - [`Builder`], [`Runtime`], [`init`]: the runtime and its local monitors;
 //! - [`Sink`], [`FileSink`], [`MemorySink`], [`ChannelSink`], [`CallbackSink`]: outputs;
-//! - [`DynamicSensor`], [`load_spec`]: event types defined at run time or in a spec file.
+//! - [`DynamicSensor`], [`load_spec`]: event types defined at run time or in a spec file;
+//! - [`steer`]: steering objects, parameters, probes, actuators, synch points, functions and the
+//!   steering log.
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -43,6 +45,7 @@ mod runtime;
 pub mod sample;
 pub mod sensor;
 mod sink;
+pub mod steer;
 mod sync;
 
 pub use clock::now_ns;
@@ -60,6 +63,12 @@ pub use sink::{
 };
 
 pub use gyr_core;
+
+/// `#[derive(Steerable)]`: makes a struct's fields steering attributes. Field attributes:
+/// `#[steer(unit = "s", min = 0.0, max = 1.0, read_only, description = "...",
+/// validate = path::to::fn, nested, skip)]`.
+#[cfg(feature = "derive")]
+pub use gyr_macros::Steerable;
 
 /// `#[derive(Sensor)]`: makes a struct an event type. Field types: integers, floats, `bool`,
 /// `String`/`&str`, `Vec<u8>`/`&[u8]`, and arrays of numbers. `#[sensor(name = "...")]` on

@@ -1,0 +1,430 @@
+//! Steering end to end in one process: probes against a running program, actuators and their
+//! conditions, synch-point control, functions, and the steering log.
+
+mod support;
+
+use gyr::gyr_core::Value;
+use gyr::steer::{self, Actuator, AttrType, RunState, SteerError, Who};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+fn who() -> Who {
+    Who::new("test")
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn is_valid_split(v: &i64) -> Result<(), String> {
+    if *v % 2 == 0 {
+        Ok(())
+    } else {
+        Err(format!("{v} is odd; splits must be even"))
+    }
+}
+
+#[derive(gyr::Steerable)]
+struct Split {
+    #[steer(min = 0, max = 100, validate = is_valid_split)]
+    left: i64,
+    #[steer(min = 0, max = 100)]
+    right: i64,
+    #[steer(read_only, description = "how many times the program read the split")]
+    reads: u64,
+    #[steer(nested)]
+    limits: Limits,
+    #[steer(skip)]
+    #[allow(dead_code)]
+    scratch: Vec<u8>,
+}
+
+#[derive(gyr::Steerable)]
+struct Limits {
+    #[steer(unit = "s", min = 0.0)]
+    timeout: f64,
+    label: String,
+    weights: Vec<f64>,
+}
+
+/// Probe writes of two attributes in one request never show half-applied to the program, and a
+/// parameter's value is never torn.
+#[test]
+fn concurrent_probes_never_tear_values() {
+    let _g = support::serial();
+    let split = steer::register(
+        "split",
+        Split {
+            left: 50,
+            right: 50,
+            reads: 0,
+            limits: Limits {
+                timeout: 1.0,
+                label: "x".into(),
+                weights: vec![1.0],
+            },
+            scratch: Vec::new(),
+        },
+    )
+    .unwrap();
+    let gain = steer::param("gain", 1.0f64)
+        .range(0.0, 1e6)
+        .register()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let bad = Arc::new(AtomicU64::new(0));
+    let (s2, st2, b2, g2) = (split.clone(), stop.clone(), bad.clone(), gain.clone());
+    let program = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !st2.load(Ordering::Relaxed) {
+            {
+                let s = s2.read();
+                if s.left + s.right != 100 {
+                    b2.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let g = g2.get();
+            if g != 1.0 && g != 123456.0 {
+                b2.fetch_add(1, Ordering::Relaxed);
+            }
+            n += 1;
+        }
+        n
+    });
+    for i in 0..2000i64 {
+        let left = (i % 50) * 2;
+        steer::set_many(
+            &[
+                ("split.left".into(), Value::Int(left)),
+                ("split.right".into(), Value::Int(100 - left)),
+            ],
+            &who(),
+        )
+        .unwrap();
+        let snapshot = steer::get_all("split").unwrap();
+        let l = snapshot
+            .iter()
+            .find(|(n, _)| n == "left")
+            .unwrap()
+            .1
+            .as_f64()
+            .unwrap();
+        let r = snapshot
+            .iter()
+            .find(|(n, _)| n == "right")
+            .unwrap()
+            .1
+            .as_f64()
+            .unwrap();
+        assert_eq!(l + r, 100.0);
+        steer::set(
+            "gain",
+            Value::Float(if i % 2 == 0 { 123456.0 } else { 1.0 }),
+            &who(),
+        )
+        .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(program.join().unwrap() > 0);
+    assert_eq!(
+        bad.load(Ordering::Relaxed),
+        0,
+        "the program saw a torn or half-applied write"
+    );
+    split.unregister();
+    gain.unregister();
+}
+
+#[test]
+fn rejected_writes_leave_values_intact_and_say_why() {
+    let _g = support::serial();
+    let split = steer::register(
+        "split2",
+        Split {
+            left: 40,
+            right: 60,
+            reads: 0,
+            limits: Limits {
+                timeout: 1.0,
+                label: "x".into(),
+                weights: vec![1.0, 2.0],
+            },
+            scratch: Vec::new(),
+        },
+    )
+    .unwrap();
+    let err = |path: &str, v: Value| steer::set(path, v, &who()).unwrap_err().to_string();
+    assert_eq!(
+        err("split2.left", Value::Int(102)),
+        "`split2.left` out of range: 102 is above the maximum 100; the value is unchanged"
+    );
+    assert!(err("split2.left", Value::Float(3.5)).contains("is of type int: expected an int"));
+    assert_eq!(
+        err("split2.reads", Value::UInt(1)),
+        "`split2.reads` is read-only"
+    );
+    assert!(err("split2.left", Value::Int(7)).contains("refused the value: 7 is odd"));
+    assert!(
+        err("split2.nope", Value::Int(1))
+            .contains("its attributes: left, right, reads, limits.timeout")
+    );
+    assert!(err("nosuch.x", Value::Int(1)).contains("no steering object named `nosuch`"));
+    assert!(err("split2.limits.timeout", Value::Float(-1.0)).contains("below the minimum 0 s"));
+    // A multi-write whose second part fails changes nothing.
+    let e = steer::set_many(
+        &[
+            ("split2.right".into(), Value::Int(10)),
+            ("split2.left".into(), Value::Int(9)),
+        ],
+        &who(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("9 is odd"), "{e}");
+    assert_eq!((split.read().left, split.read().right), (40, 60));
+    // Nested, string and list attributes, and text typed by a user.
+    steer::set("split2.limits.label", Value::Str("hot".into()), &who()).unwrap();
+    let v = steer::parse_value("split2.limits.weights", "[0.5, 2]").unwrap();
+    steer::set("split2.limits.weights", v, &who()).unwrap();
+    assert_eq!(split.read().limits.weights, vec![0.5, 2.0]);
+    assert_eq!(
+        steer::get("split2.limits.label").unwrap(),
+        Value::Str("hot".into())
+    );
+    assert!(
+        steer::parse_value("split2.left", "ten")
+            .unwrap_err()
+            .to_string()
+            .contains("`ten` is not an int")
+    );
+    let info = steer::objects()
+        .into_iter()
+        .find(|o| o.name == "split2")
+        .unwrap();
+    let timeout = info
+        .attributes
+        .iter()
+        .find(|a| a.name == "limits.timeout")
+        .unwrap();
+    assert_eq!(
+        (timeout.ty, timeout.unit.as_deref()),
+        (AttrType::Float, Some("s"))
+    );
+    // The log shows old -> new and the refusals.
+    let log = steer::log::entries(0);
+    assert!(
+        log.iter()
+            .any(|e| e.action.to_string() == "set split2.limits.label: \"x\" -> \"hot\"")
+    );
+    assert!(
+        log.iter()
+            .any(|e| e.result.as_ref().is_err_and(|m| m.contains("9 is odd")))
+    );
+    split.unregister();
+}
+
+#[derive(gyr::Steerable)]
+struct Bodies {
+    #[steer(read_only)]
+    count: u64,
+    #[steer(min = 1, max = 10)]
+    max: u64,
+}
+
+#[test]
+fn actuators_run_at_synch_points_with_their_conditions() {
+    let _g = support::serial();
+    let bodies = steer::register("bodies", Bodies { count: 2, max: 3 }).unwrap();
+    bodies
+        .add_actuator(
+            Actuator::new("add", |b: &mut Bodies, args| {
+                b.count += args.get::<u64>(0)?;
+                Ok(Value::UInt(b.count))
+            })
+            .param("n", AttrType::UInt)
+            .pre(|b, args| {
+                let n = args.get::<u64>(0)?;
+                if b.count + n > b.max {
+                    Err(format!(
+                        "{} + {n} bodies exceed the maximum {}",
+                        b.count, b.max
+                    ))
+                } else {
+                    Ok(())
+                }
+            })
+            .post(|b| {
+                if b.count == 3 {
+                    Err("3 bodies are unstable".into())
+                } else {
+                    Ok(())
+                }
+            }),
+        )
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let program = std::thread::spawn(move || {
+        while !s2.load(Ordering::Relaxed) {
+            steer::sync_point("step");
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    });
+    let t = Duration::from_secs(5);
+    let r = steer::actuate("bodies.add", &[Value::UInt(5)], &who())
+        .unwrap()
+        .wait(t)
+        .unwrap_err();
+    assert!(matches!(r, SteerError::PreconditionFailed { .. }), "{r}");
+    assert_eq!(
+        bodies.read().count,
+        2,
+        "a failed pre-condition runs nothing"
+    );
+    let r = steer::actuate("bodies.add", &[Value::UInt(1)], &who())
+        .unwrap()
+        .wait(t)
+        .unwrap_err();
+    assert!(
+        r.to_string()
+            .contains("post-condition of `bodies.add` failed after it ran: 3 bodies are unstable"),
+        "{r}"
+    );
+    steer::set("bodies.max", Value::UInt(10), &who()).unwrap();
+    assert_eq!(
+        steer::actuate("bodies.add", &[Value::UInt(2)], &who())
+            .unwrap()
+            .wait(t)
+            .unwrap(),
+        Value::UInt(5)
+    );
+    // Arguments are checked when the request is made, not at the synch point.
+    assert!(
+        steer::actuate("bodies.add", &[], &who())
+            .unwrap_err()
+            .to_string()
+            .contains("it takes 1 arguments (n: uint)")
+    );
+    assert!(
+        steer::actuate("bodies.remove", &[], &who())
+            .unwrap_err()
+            .to_string()
+            .contains("available: add")
+    );
+    stop.store(true, Ordering::Relaxed);
+    program.join().unwrap();
+    // Nobody reaches a synch point now: the caller is told so.
+    let r = steer::actuate("bodies.add", &[Value::UInt(1)], &who())
+        .unwrap()
+        .wait(Duration::from_millis(50))
+        .unwrap_err();
+    assert!(
+        r.to_string().contains("has not reached a synch point"),
+        "{r}"
+    );
+    steer::sync_point("drain"); // run it, so later tests start with an empty queue
+    bodies.unregister();
+}
+
+#[test]
+fn pause_step_and_run_until_act_at_synch_points() {
+    let _g = support::serial();
+    let steps = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, st2) = (steps.clone(), stop.clone());
+    let program = std::thread::spawn(move || {
+        while !st2.load(Ordering::Relaxed) {
+            steer::sync_point("step");
+            s2.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    wait_for("the program to start", || {
+        steps.load(Ordering::Relaxed) > 10
+    });
+    steer::pause(&who());
+    wait_for("the pause", || {
+        matches!(steer::state(), RunState::Paused { .. })
+    });
+    let at = steps.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        steps.load(Ordering::Relaxed),
+        at,
+        "a paused program does not move"
+    );
+    steer::step(3, &who());
+    wait_for("three steps", || {
+        steps.load(Ordering::Relaxed) == at + 3 && matches!(steer::state(), RunState::Paused { .. })
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(steps.load(Ordering::Relaxed), at + 3);
+    let target = at + 1000;
+    let s3 = steps.clone();
+    steer::run_until(
+        "steps >= target",
+        move || s3.load(Ordering::Relaxed) >= target,
+        &who(),
+    );
+    wait_for("run-until", || {
+        matches!(steer::state(), RunState::Paused { .. }) && steps.load(Ordering::Relaxed) >= target
+    });
+    assert_eq!(steps.load(Ordering::Relaxed), target);
+    steer::resume(&who());
+    wait_for("resume", || steps.load(Ordering::Relaxed) > target + 100);
+    assert_eq!(steer::state(), RunState::Running);
+    stop.store(true, Ordering::Relaxed);
+    program.join().unwrap();
+    let log: Vec<String> = steer::log::entries(0)
+        .iter()
+        .map(|e| e.action.to_string())
+        .collect();
+    assert!(
+        log.iter().any(|l| l == "step 3") && log.iter().any(|l| l.starts_with("paused step #")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn functions_are_called_with_checked_arguments() {
+    let _g = support::serial();
+    steer::Function::new("scale", |args| {
+        Ok(Value::Float(args.get::<f64>(0)? * args.get::<f64>(1)?))
+    })
+    .param("x", AttrType::Float)
+    .param("factor", AttrType::Float)
+    .description("x times factor")
+    .register()
+    .unwrap();
+    assert_eq!(
+        steer::call("scale", &[Value::Int(3), Value::Float(0.5)], &who()).unwrap(),
+        Value::Float(1.5)
+    );
+    assert!(
+        steer::call("scale", &[Value::Str("a".into()), Value::Int(1)], &who())
+            .unwrap_err()
+            .to_string()
+            .contains("x: expected a float")
+    );
+    assert!(
+        steer::call("nope", &[], &who())
+            .unwrap_err()
+            .to_string()
+            .contains("available: scale")
+    );
+    assert!(
+        steer::Function::new("scale", |_| Ok(Value::Bool(true)))
+            .register()
+            .is_err()
+    );
+    assert!(
+        steer::param("bad.name", 1u64)
+            .register()
+            .unwrap_err()
+            .to_string()
+            .contains("no dots")
+    );
+}
