@@ -6,6 +6,7 @@
 mod floor;
 mod peers;
 mod sensors;
+mod steering;
 
 use clap::{Parser, Subcommand};
 
@@ -33,11 +34,21 @@ enum Bench {
         #[arg(long, value_name = "PART")]
         only: Vec<sensors::Part>,
     },
+    /// Steering in process: the closed loop sensor → rule → attribute, probes, actuation.
+    Steering {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Fewer operations (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     match args.bench {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
+        Bench::Steering { json, quick } => steering::run(json, quick),
     }
 }

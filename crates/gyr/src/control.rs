@@ -204,7 +204,9 @@ pub(crate) fn recompute(reg: &mut Registry) {
         let on = global_on && c.enabled.get_or(true);
         let rate = c.rate.or(reg.global.rate).get_or(Rate::All);
         t.handle.limits.apply(rate);
-        let state = match (on, t.handle.limits.is_limited()) {
+        let tapped = reg.tapped.contains(&t.schema.name);
+        t.handle.tapped.store(tapped, Ordering::Relaxed);
+        let state = match (on, t.handle.limits.is_limited() || tapped) {
             (false, _) => STATE_OFF,
             (true, false) => STATE_ON,
             (true, true) => STATE_SLOW,
@@ -218,7 +220,8 @@ pub(crate) fn recompute(reg: &mut Registry) {
         i.handle
             .limits
             .apply(ic.rate.or(tc.rate).or(reg.global.rate).get_or(Rate::All));
-        let state = match (on, i.handle.limits.is_limited()) {
+        let tapped = reg.tapped.contains(&i.type_name);
+        let state = match (on, i.handle.limits.is_limited() || tapped) {
             (false, _) => STATE_OFF,
             (true, false) => STATE_ON,
             (true, true) => STATE_SLOW,

@@ -51,8 +51,14 @@ pub(crate) fn record(id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
     with_buffer(|b| b.write(id, len, encode));
 }
 
-/// As [`record`], after the rate limits in `limits` admit the event.
-pub(crate) fn record_limited(limits: &Limits, id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
+/// As [`record`], after the rate limits in `limits` admit the event; returns whether they did.
+pub(crate) fn record_limited(
+    limits: &Limits,
+    id: u32,
+    len: usize,
+    encode: impl FnOnce(&mut [u8]),
+) -> bool {
+    let mut admitted = false;
     with_buffer(|b| {
         let nth = limits.every_nth.load(Ordering::Relaxed);
         if nth > 1 {
@@ -69,8 +75,10 @@ pub(crate) fn record_limited(limits: &Limits, id: u32, len: usize, encode: impl 
             limits.skipped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        admitted = true;
         b.write(id, len, encode)
     });
+    admitted
 }
 
 #[inline(always)]

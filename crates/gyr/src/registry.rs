@@ -6,7 +6,7 @@
 
 use crate::control::{Rate, Setting};
 use gyr_core::{Field, Schema, SchemaError, TypeId};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Effective state: events of this type are not recorded.
@@ -25,6 +25,9 @@ pub struct SensorType {
     pub(crate) state: AtomicU32,
     pub(crate) id: AtomicU32,
     pub(crate) limits: Limits,
+    /// Rules of the event/action repository watch this type: events are also handed to the
+    /// steering thread.
+    pub(crate) tapped: AtomicBool,
 }
 
 /// Rate-limit state shared by [`SensorType`] and [`SensorInstance`](crate::SensorInstance).
@@ -98,6 +101,7 @@ impl SensorType {
             state: AtomicU32::new(STATE_SLOW),
             id: AtomicU32::new(0),
             limits: Limits::new(),
+            tapped: AtomicBool::new(false),
         }
     }
 
@@ -146,6 +150,8 @@ pub(crate) struct Registry {
     pub(crate) instance_controls: Vec<(String, Controls)>,
     pub(crate) global: Controls,
     pub(crate) running: bool,
+    /// Event types watched by the event/action repository.
+    pub(crate) tapped: Vec<String>,
 }
 
 /// Why an event type could not be registered.

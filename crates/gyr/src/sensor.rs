@@ -263,20 +263,31 @@ pub(crate) fn emit_limited(
     len: usize,
     encode: impl FnOnce(&mut [u8]),
 ) {
-    emit_gated(&ty.state, ty.id(), limits, len, encode)
+    emit_gated(ty, &ty.state, limits, len, encode)
 }
 
 fn emit_gated(
+    ty: &SensorType,
     state: &AtomicU32,
-    id: u32,
     limits: &Limits,
     len: usize,
     encode: impl FnOnce(&mut [u8]),
 ) {
+    let id = ty.id();
     match state.load(Ordering::Relaxed) {
         STATE_OFF => {}
         STATE_ON => producer::record(id, len, encode),
-        _ => producer::record_limited(limits, id, len, encode),
+        _ if ty.tapped.load(Ordering::Relaxed) => {
+            // Watched by a rule: encode once, record it, and hand a copy to the steering thread.
+            let mut payload = vec![0u8; len];
+            encode(&mut payload);
+            if producer::record_limited(limits, id, len, |out| out.copy_from_slice(&payload)) {
+                crate::steer::repository::tap(id, payload);
+            }
+        }
+        _ => {
+            producer::record_limited(limits, id, len, encode);
+        }
     }
 }
 
@@ -351,8 +362,8 @@ impl<E: Sensor> SensorInstance<E> {
             return;
         }
         emit_gated(
+            self.ty,
             &self.state.state,
-            self.ty.id(),
             &self.state.limits,
             event.encoded_len(),
             |out| event.encode(out),

@@ -428,3 +428,76 @@ fn functions_are_called_with_checked_arguments() {
             .contains("no dots")
     );
 }
+
+#[derive(gyr::Sensor)]
+struct Demand {
+    level: f64,
+}
+
+/// Falcon's closed loop in one process: sensor → event/action repository → attribute changed,
+/// as the program sees it; a failing or panicking rule is counted, never fatal.
+#[test]
+fn rules_steer_the_program_from_its_own_events() {
+    let _g = support::serial();
+    let rt = gyr::Builder::new().start().unwrap();
+    let supply = steer::param("supply", 0.0f64)
+        .range(0.0, 100.0)
+        .register()
+        .unwrap();
+    let rule = steer::repository::on_event(
+        "follow-demand",
+        "demand",
+        |e| e.f64("level").is_some_and(|l| l >= 0.0),
+        |e, who| steer::set("supply", Value::Float(e.f64("level").unwrap()), who).map(drop),
+    )
+    .unwrap();
+    for i in 1..=50 {
+        let level = i as f64;
+        Demand { level }.emit();
+        wait_for("the rule to act", || supply.get() == level);
+    }
+    // Out of range: the rule fails, the value stays, the failure is counted and explained.
+    Demand { level: 500.0 }.emit();
+    wait_for("the failed rule", || {
+        steer::repository::rules()
+            .iter()
+            .any(|r| r.name == "follow-demand" && r.failed == 1)
+    });
+    assert_eq!(supply.get(), 50.0);
+    let info = steer::repository::rules()
+        .into_iter()
+        .find(|r| r.name == "follow-demand")
+        .unwrap();
+    assert_eq!(info.fired, 51);
+    assert!(info.last_error.unwrap().contains("above the maximum 100"));
+    // Events below the predicate do not fire it.
+    Demand { level: -1.0 }.emit();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        steer::repository::rules()
+            .into_iter()
+            .find(|r| r.name == "follow-demand")
+            .unwrap()
+            .fired,
+        51
+    );
+    rule.remove();
+    steer::repository::on_event("boom", "demand", |_| true, |_, _| panic!("a bug in a rule"))
+        .unwrap();
+    Demand { level: 1.0 }.emit();
+    wait_for("the panicking rule", || {
+        steer::repository::rules()
+            .iter()
+            .any(|r| r.name == "boom" && r.failed == 1)
+    });
+    steer::repository::remove("boom");
+    // The steering shows up in the steering log with the rule as "who".
+    assert!(
+        steer::log::entries(0)
+            .iter()
+            .any(|e| e.who == "rule follow-demand")
+    );
+    supply.unregister();
+    let summary = rt.shutdown();
+    assert_eq!(summary.lost, 0);
+}

@@ -10,7 +10,8 @@
 //! pre- and post-conditions ([`actuate`]). Synch points are also where a program is paused,
 //! single-stepped or run until a condition ([`pause`], [`resume`], [`step`], [`run_until`]).
 //! **Registered functions** are called with typed arguments on the caller's thread ([`call`]).
-//! Everything done is written to the **steering log** ([`log`]).
+//! Everything done is written to the **steering log** ([`log`]). The **event/action
+//! repository** ([`repository`]) steers by rule, inside the process.
 //!
 //! ```
 //! use gyr::steer::{self, Actuator, AttrType, Who};
@@ -46,6 +47,7 @@
 pub mod log;
 mod object;
 mod param;
+pub mod repository;
 mod synch;
 mod value;
 
