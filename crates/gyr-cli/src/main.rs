@@ -4,11 +4,14 @@
 //! missing, foreign or corrupt trace file, an invalid spec, wrong arguments). A closed pipe
 //! (`gyr trace dump f | head`) is success.
 
+mod client;
 mod demo;
 mod spec_cmd;
+mod steer_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
+use gyr_proto::v1::control_request::Action;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,6 +34,93 @@ enum Command {
     Spec {
         /// The spec file.
         file: PathBuf,
+    },
+    /// List the running gyr programs of this user.
+    Ps,
+    /// List a program's steering objects, attributes (with values), actuators and functions.
+    Ls(steer_cmd::Target),
+    /// Read attributes: `object.attribute`, or `object` for all of them.
+    Get {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// The attributes.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write attributes, all together or not at all: `gyr set PID solver.dt 0.02`.
+    Set {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// `object.attribute VALUE` pairs.
+        #[arg(required = true, value_name = "PATH VALUE", allow_hyphen_values = true)]
+        pairs: Vec<String>,
+    },
+    /// Run an actuator at the program's next synch point, or call a registered function.
+    Call {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// `object.actuator` or a function's name.
+        operation: String,
+        /// Its arguments.
+        #[arg(allow_hyphen_values = true)]
+        args: Vec<String>,
+        /// How long to wait for a synch point, in milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u32,
+    },
+    /// Show a program's run state and counters.
+    Status(steer_cmd::Target),
+    /// Stall the program at its next synch point.
+    Pause(steer_cmd::Target),
+    /// Let a paused program go on.
+    Resume(steer_cmd::Target),
+    /// Let a paused program pass N synch points, then pause again.
+    Step {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// How many synch points.
+        #[arg(default_value_t = 1)]
+        n: u64,
+    },
+    /// List sensors, or switch them on/off and set their rate (all, a --type or an --instance).
+    Sensors {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// Only this event type.
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+        /// Only this registered instance.
+        #[arg(long, value_name = "NAME")]
+        instance: Option<String>,
+        #[command(subcommand)]
+        change: Option<steer_cmd::SensorChange>,
+    },
+    /// Print the steering log: who changed what, when, old value -> new value.
+    Log {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// Keep printing new entries.
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// Print live events (all types, or the ones named).
+    Watch {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// Event types to show (default: all).
+        types: Vec<String>,
+        /// Only this thread (repeatable).
+        #[arg(long)]
+        thread: Vec<u64>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Stop after this many events.
+        #[arg(long)]
+        limit: Option<u64>,
     },
 }
 
@@ -81,6 +171,38 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
         Command::Spec { file } => spec_cmd::check(&file),
+        Command::Ps => steer_cmd::ps(),
+        Command::Ls(t) => steer_cmd::ls(t),
+        Command::Get {
+            target,
+            paths,
+            json,
+        } => steer_cmd::get(target, paths, json),
+        Command::Set { target, pairs } => steer_cmd::set(target, pairs),
+        Command::Call {
+            target,
+            operation,
+            args,
+            timeout_ms,
+        } => steer_cmd::call(target, operation, args, timeout_ms),
+        Command::Status(t) => steer_cmd::control(t, Action::Unspecified, 0),
+        Command::Pause(t) => steer_cmd::control(t, Action::Pause, 0),
+        Command::Resume(t) => steer_cmd::control(t, Action::Resume, 0),
+        Command::Step { target, n } => steer_cmd::control(target, Action::Step, n),
+        Command::Sensors {
+            target,
+            type_name,
+            instance,
+            change,
+        } => steer_cmd::sensors(target, change, type_name, instance),
+        Command::Log { target, follow } => steer_cmd::log(target, follow),
+        Command::Watch {
+            target,
+            types,
+            thread,
+            json,
+            limit,
+        } => steer_cmd::watch(target, types, thread, json, limit),
     };
     match result {
         Ok(code) => code,

@@ -44,6 +44,8 @@ mod ring;
 mod runtime;
 pub mod sample;
 pub mod sensor;
+#[cfg(feature = "server")]
+pub mod server;
 mod sink;
 pub mod steer;
 mod sync;

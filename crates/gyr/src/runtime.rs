@@ -52,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) poll_interval: Duration,
     pub(crate) max_lag: Duration,
     pub(crate) flush_interval: Duration,
+    #[cfg(feature = "server")]
+    pub(crate) server: crate::server::ServerConfig,
 }
 
 /// Why a runtime could not start.
@@ -84,6 +86,10 @@ pub enum Error {
     /// A setting is out of range.
     #[error("{0}")]
     BadConfig(String),
+    /// The steering server could not listen.
+    #[cfg(feature = "server")]
+    #[error("cannot start the steering server: {0} (set GYR_SERVE=0 to run without it)")]
+    Server(std::io::Error),
     /// A monitor thread could not be started.
     #[error("cannot start a local monitor thread: {0}")]
     Spawn(std::io::Error),
@@ -140,6 +146,11 @@ impl Builder {
                 poll_interval: DEFAULT_POLL_INTERVAL,
                 max_lag: DEFAULT_MAX_LAG,
                 flush_interval: DEFAULT_FLUSH_INTERVAL,
+                #[cfg(feature = "server")]
+                server: crate::server::ServerConfig {
+                    enabled: true,
+                    ..Default::default()
+                },
             },
             sinks: Vec::new(),
             trace_path: None,
@@ -159,6 +170,10 @@ impl Builder {
     /// | `GYR_MAX_MONITORS` | most local monitors | 4 |
     /// | `GYR_POLL_INTERVAL_US` | monitor sleep when idle, µs | 1000 |
     /// | `GYR_DISABLE` | `1`: start with every sensor off | unset |
+    /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
+    /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
+    /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token | none |
+    /// | `GYR_SOCKET_DIR` | where programs announce themselves | `$XDG_RUNTIME_DIR/gyr` or `/tmp/gyr-<uid>` |
     pub fn with_default_env(mut self) -> Self {
         let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mut bad = |var: &'static str, value: String, expected: &'static str| {
@@ -217,6 +232,58 @@ impl Builder {
         if let Some(v) = var("GYR_TRACE") {
             self.trace_path = Some(v.into());
         }
+        #[cfg(feature = "server")]
+        {
+            if let Some(v) = var("GYR_SERVE") {
+                match v.as_str() {
+                    "0" | "false" | "no" => self.config.server.enabled = false,
+                    "1" | "true" | "yes" => self.config.server.enabled = true,
+                    _ => bad(
+                        "GYR_SERVE",
+                        v,
+                        "use 1 to serve the steering API or 0 not to",
+                    ),
+                }
+            }
+            if let Some(v) = var("GYR_LISTEN") {
+                match v.parse::<std::net::SocketAddr>() {
+                    Ok(a) => self.config.server.tcp = Some(a),
+                    Err(_) => bad(
+                        "GYR_LISTEN",
+                        v,
+                        "give an address and port such as 127.0.0.1:7171",
+                    ),
+                }
+            }
+            if let Some(v) = var("GYR_TOKEN") {
+                self.config.server.steer_token = Some(v);
+            }
+            if let Some(v) = var("GYR_READ_TOKEN") {
+                self.config.server.read_token = Some(v);
+            }
+        }
+        self
+    }
+
+    /// Whether to serve the steering API (on by default; see [`crate::server`]).
+    #[cfg(feature = "server")]
+    pub fn serve(mut self, on: bool) -> Self {
+        self.config.server.enabled = on;
+        self
+    }
+
+    /// Also serve the steering API on TCP at `addr` (port 0: any free port), with a steer
+    /// token (generated when `None`) and an optional read-only token.
+    #[cfg(feature = "server")]
+    pub fn listen_tcp(
+        mut self,
+        addr: std::net::SocketAddr,
+        steer_token: Option<String>,
+        read_token: Option<String>,
+    ) -> Self {
+        self.config.server.tcp = Some(addr);
+        self.config.server.steer_token = steer_token;
+        self.config.server.read_token = read_token;
         self
     }
 
@@ -314,6 +381,13 @@ impl Builder {
             })?;
             self.sinks.insert(0, Box::new(sink));
         }
+        #[cfg(feature = "server")]
+        let fanout = self.config.server.enabled.then(|| {
+            let f = crate::server::Fanout::default();
+            self.sinks
+                .push(Box::new(crate::server::FanoutSink(f.clone())));
+            f
+        });
         let epoch = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
         let shared = Arc::new(Shared {
             epoch,
@@ -337,6 +411,34 @@ impl Builder {
         for _ in 0..self.config.monitors {
             monitor::spawn(&shared).map_err(Error::Spawn)?;
         }
+        #[cfg(feature = "server")]
+        let server = match fanout {
+            Some(fanout) => {
+                let s2 = shared.clone();
+                let counters = Box::new(move || {
+                    (
+                        s2.stats.records.load(Ordering::Relaxed),
+                        s2.stats.lost.load(Ordering::Relaxed),
+                    )
+                });
+                match crate::server::start(
+                    &self.config.server,
+                    shared.header.pid,
+                    shared.header.command_line.clone(),
+                    shared.header.start_unix_ns,
+                    counters,
+                    fanout,
+                ) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        shared.stopping.store(true, Ordering::SeqCst);
+                        shared.wake_all();
+                        return Err(Error::Server(e));
+                    }
+                }
+            }
+            None => None,
+        };
         *current = Some(shared.clone());
         drop(current);
         crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
@@ -344,6 +446,8 @@ impl Builder {
         install_panic_hook();
         Ok(Runtime {
             shared: Some(shared),
+            #[cfg(feature = "server")]
+            server,
         })
     }
 }
@@ -503,6 +607,8 @@ pub struct Summary {
 #[derive(Debug)]
 pub struct Runtime {
     shared: Option<Arc<Shared>>,
+    #[cfg(feature = "server")]
+    server: Option<crate::server::ServerHandle>,
 }
 
 impl Runtime {
@@ -517,6 +623,19 @@ impl Runtime {
     /// The trace header this runtime writes: process, clock calibration, measured sensor cost.
     pub fn header(&self) -> Option<&TraceHeader> {
         self.shared.as_ref().map(|s| &s.header)
+    }
+
+    /// The Unix socket the steering server listens on, if it runs.
+    #[cfg(feature = "server")]
+    pub fn socket(&self) -> Option<&std::path::Path> {
+        self.server.as_ref().map(|s| s.socket.as_path())
+    }
+
+    /// The TCP address and steer token of the steering server, if it listens on TCP.
+    #[cfg(feature = "server")]
+    pub fn tcp(&self) -> Option<(std::net::SocketAddr, &str)> {
+        let s = self.server.as_ref()?;
+        Some((s.tcp?, s.steer_token.as_deref()?))
     }
 
     /// The number of local monitors running now.

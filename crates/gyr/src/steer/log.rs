@@ -224,3 +224,14 @@ pub fn entries(after: u64) -> Vec<LogEntry> {
         .cloned()
         .collect()
 }
+
+/// Records a sensor-control change made through the server.
+pub fn record_sensor_change(who: &Who, change: &str) {
+    record(
+        who,
+        Action::Sensors {
+            change: change.to_owned(),
+        },
+        Ok(()),
+    );
+}

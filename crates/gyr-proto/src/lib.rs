@@ -1,0 +1,31 @@
+//! gyr's wire protocol: the `gyr.v1` protobuf messages and the `Gyr` gRPC service, generated at
+//! build time from `proto/gyr/v1/*.proto`.
+//! Servers (an application's embedded server, the hub) and clients (the CLI, the web UI's
+//! bridge, the Python client) depend on this crate; the `.proto` files are the API boundary.
+//!
+//! This crate provides:
+//! - [`v1`]: the messages, the `gyr_client::GyrClient` and `gyr_server::GyrServer`;
+//! - [`PROTOCOL_VERSION`];
+//! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
+//!   arrive as text typed by a user).
+//!
+//! Rules for changing it: field numbers are never reused, enums only grow, every message and
+//! field has a comment.
+#![warn(missing_debug_implementations, rust_2018_idioms)]
+
+mod convert;
+pub use convert::Incoming;
+
+/// The protocol version this crate speaks; bumped on incompatible change.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The `gyr.v1` package.
+#[allow(
+    missing_docs,
+    clippy::all,
+    unreachable_pub,
+    missing_debug_implementations
+)]
+pub mod v1 {
+    tonic::include_proto!("gyr.v1");
+}

@@ -1,0 +1,196 @@
+//! The embedded steering server: every instrumented program serves the `gyr.v1.Gyr` API.
+//!
+//! It listens on a Unix socket in the user's private announcement directory by default (see
+//! [`discovery`]), and on TCP when asked (`GYR_LISTEN=127.0.0.1:7171`), where every call needs a
+//! token: the steer token may change the program, the read token may only watch. It runs on
+//! its own thread with a single-threaded async runtime, so it never takes a core from the
+//! program while idle, and it never touches the program's threads: probes lock the steered
+//! object briefly, actuators wait for the program's synch points.
+
+pub mod discovery;
+mod service;
+mod stream;
+
+pub use service::CLIENT_HEADER;
+pub use stream::DEFAULT_SUBSCRIBER_QUEUE;
+pub(crate) use stream::{Fanout, FanoutSink};
+
+use discovery::Announcement;
+use gyr_proto::v1::gyr_server::GyrServer;
+use service::{Access, GyrService, ServiceContext};
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How the server listens.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServerConfig {
+    pub(crate) enabled: bool,
+    pub(crate) tcp: Option<SocketAddr>,
+    pub(crate) steer_token: Option<String>,
+    pub(crate) read_token: Option<String>,
+}
+
+/// The running server; stopping it removes its socket and announcement.
+#[derive(Debug)]
+pub(crate) struct ServerHandle {
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    files: Vec<PathBuf>,
+    pub(crate) socket: PathBuf,
+    pub(crate) tcp: Option<SocketAddr>,
+    pub(crate) steer_token: Option<String>,
+}
+
+/// A token nobody can guess: 128 bits from the kernel's random source.
+fn new_token() -> io::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+pub(crate) fn start(
+    cfg: &ServerConfig,
+    pid: u32,
+    command_line: Vec<String>,
+    started_unix_ns: u64,
+    counters: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
+    fanout: Fanout,
+) -> io::Result<ServerHandle> {
+    let dir = discovery::socket_dir();
+    discovery::prepare_dir(&dir)?;
+    let socket = dir.join(format!("{pid}.sock"));
+    let _ = std::fs::remove_file(&socket);
+    let unix = std::os::unix::net::UnixListener::bind(&socket)?;
+    unix.set_nonblocking(true)?;
+    let (tcp, steer_token) = match cfg.tcp {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr)?;
+            l.set_nonblocking(true)?;
+            let token = match &cfg.steer_token {
+                Some(t) => t.clone(),
+                None => new_token()?,
+            };
+            (Some((l.local_addr()?, l)), Some(token))
+        }
+        None => (None, None),
+    };
+    let announcement = Announcement {
+        pid,
+        command_line: command_line.clone(),
+        socket: socket.clone(),
+        tcp: tcp.as_ref().map(|(a, _)| a.to_string()),
+        started_unix_ns,
+        gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let announced = discovery::announce(&dir, &announcement)?;
+    let mut files = vec![socket.clone(), announced];
+    if let Some(token) = &steer_token {
+        // Only the program's user can read this file (the directory is private).
+        let path = dir.join(format!("{pid}.token"));
+        std::fs::write(&path, token)?;
+        files.push(path);
+    }
+    let ctx = Arc::new(ServiceContext {
+        pid,
+        command_line,
+        counters,
+        fanout,
+    });
+    let local = GyrService {
+        ctx: ctx.clone(),
+        access: Access::Local,
+    };
+    let remote = steer_token.clone().map(|steer| GyrService {
+        ctx,
+        access: Access::Token {
+            steer,
+            read: cfg.read_token.clone(),
+        },
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tcp_addr = tcp.as_ref().map(|(a, _)| *a);
+    let thread = std::thread::Builder::new()
+        .name("gyr-server".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("gyr: the steering server cannot start: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let shutdown = async {
+                    let _ = rx.await;
+                };
+                let unix = match tokio::net::UnixListener::from_std(unix) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("gyr: the steering server cannot listen: {e}");
+                        return;
+                    }
+                };
+                let local_server = tonic::transport::Server::builder()
+                    .add_service(GyrServer::new(local))
+                    .serve_with_incoming_shutdown(
+                        tokio_stream::wrappers::UnixListenerStream::new(unix),
+                        shutdown,
+                    );
+                match (tcp, remote) {
+                    (Some((_, l)), Some(remote)) => {
+                        let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                            return;
+                        };
+                        let remote_server = tonic::transport::Server::builder()
+                            .add_service(GyrServer::new(remote))
+                            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l));
+                        tokio::select! {
+                            r = local_server => report(r),
+                            r = remote_server => report(r),
+                        }
+                    }
+                    _ => report(local_server.await),
+                }
+            });
+        })?;
+    Ok(ServerHandle {
+        shutdown: Some(tx),
+        thread: Some(thread),
+        files,
+        socket,
+        tcp: tcp_addr,
+        steer_token,
+    })
+}
+
+fn report(r: Result<(), tonic::transport::Error>) {
+    if let Err(e) = r {
+        eprintln!("gyr: the steering server stopped: {e}");
+    }
+}
+
+impl ServerHandle {
+    pub(crate) fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

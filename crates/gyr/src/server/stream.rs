@@ -1,0 +1,195 @@
+//! Live event streams for clients: a sink that fans each monitor batch out to subscribers.
+//!
+//! A subscriber gets the schemas and threads it needs before the records that use them, and
+//! only the types and threads it asked for. Its queue is bounded; when it is full the batch is
+//! dropped for that subscriber and counted, and the count travels in its next batch: a slow
+//! client never slows the monitors, so it never slows the program.
+
+use crate::sink::Sink;
+use gyr_core::record::Records;
+use gyr_core::{Schema, ThreadInfo};
+use gyr_proto::v1;
+use std::collections::HashSet;
+use std::io;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::{Receiver, Sender, channel, error::TrySendError};
+
+/// Batches queued per subscriber before its batches are dropped and counted.
+pub const DEFAULT_SUBSCRIBER_QUEUE: usize = 256;
+
+type Item = Result<v1::EventBatch, tonic::Status>;
+
+struct Subscriber {
+    tx: Sender<Item>,
+    types: Option<HashSet<String>>,
+    type_ids: HashSet<u32>,
+    threads: Option<HashSet<u64>>,
+    pending_schemas: Vec<v1::Schema>,
+    pending_threads: Vec<v1::ThreadInfo>,
+    lost: u64,
+}
+
+#[derive(Default)]
+struct State {
+    schemas: Vec<Schema>,
+    threads: Vec<ThreadInfo>,
+    subscribers: Vec<Subscriber>,
+}
+
+/// The fan-out, shared by the runtime's sink and the server.
+#[derive(Default, Clone)]
+pub(crate) struct Fanout {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Fanout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fanout")
+    }
+}
+
+fn wire_schema(s: &Schema) -> v1::Schema {
+    v1::Schema {
+        id: s.id,
+        name: s.name.clone(),
+        fields: s
+            .fields
+            .iter()
+            .map(|f| v1::FieldInfo {
+                name: f.name.clone(),
+                r#type: f.ty.to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn wire_thread(t: &ThreadInfo) -> v1::ThreadInfo {
+    v1::ThreadInfo {
+        id: t.id,
+        name: t.name.clone(),
+        os_tid: t.os_tid,
+    }
+}
+
+impl Fanout {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
+    pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> Receiver<Item> {
+        let (tx, rx) = channel(DEFAULT_SUBSCRIBER_QUEUE);
+        let mut st = self.lock();
+        let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
+        let type_ids = st
+            .schemas
+            .iter()
+            .filter(|s| types.as_ref().is_none_or(|t| t.contains(&s.name)))
+            .map(|s| s.id)
+            .collect();
+        let sub = Subscriber {
+            tx,
+            type_ids,
+            threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
+            pending_schemas: st.schemas.iter().map(wire_schema).collect(),
+            pending_threads: st.threads.iter().map(wire_thread).collect(),
+            types,
+            lost: 0,
+        };
+        st.subscribers.push(sub);
+        rx
+    }
+}
+
+/// The runtime's side of the fan-out.
+#[derive(Debug)]
+pub(crate) struct FanoutSink(pub(crate) Fanout);
+
+impl Sink for FanoutSink {
+    fn name(&self) -> &str {
+        "event streams"
+    }
+
+    fn schema(&mut self, schema: &Schema) -> io::Result<()> {
+        let mut st = self.0.lock();
+        st.schemas.push(schema.clone());
+        let w = wire_schema(schema);
+        for sub in &mut st.subscribers {
+            if sub.types.as_ref().is_none_or(|t| t.contains(&schema.name)) {
+                sub.type_ids.insert(schema.id);
+            }
+            sub.pending_schemas.push(w.clone());
+        }
+        Ok(())
+    }
+
+    fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
+        let mut st = self.0.lock();
+        st.threads.push(info.clone());
+        let w = wire_thread(info);
+        for sub in &mut st.subscribers {
+            sub.pending_threads.push(w.clone());
+        }
+        Ok(())
+    }
+
+    fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
+        let mut st = self.0.lock();
+        if st.subscribers.is_empty() {
+            return Ok(());
+        }
+        st.subscribers.retain_mut(|sub| {
+            if sub.threads.as_ref().is_some_and(|t| !t.contains(&thread)) {
+                return true;
+            }
+            let (bytes, n) = if sub.types.is_none() {
+                (
+                    records.to_vec(),
+                    Records::new(thread, records).count() as u64,
+                )
+            } else {
+                let mut out = Vec::new();
+                let mut n = 0;
+                for r in Records::new(thread, records).flatten() {
+                    if sub.type_ids.contains(&r.header.type_id) {
+                        gyr_core::record::push_record(
+                            &mut out,
+                            r.header.type_id,
+                            r.header.timestamp,
+                            r.header.seq,
+                            r.header.perturbation,
+                            r.payload,
+                        );
+                        n += 1;
+                    }
+                }
+                (out, n)
+            };
+            if n == 0 {
+                return true;
+            }
+            let batch = v1::EventBatch {
+                schemas: std::mem::take(&mut sub.pending_schemas),
+                threads: std::mem::take(&mut sub.pending_threads),
+                blocks: vec![v1::RecordBlock {
+                    thread,
+                    records: bytes,
+                }],
+                lost: std::mem::take(&mut sub.lost),
+            };
+            match sub.tx.try_send(Ok(batch)) {
+                Ok(()) => true,
+                Err(TrySendError::Full(Ok(b))) => {
+                    // Keep what describes the stream; count the records.
+                    sub.pending_schemas = b.schemas;
+                    sub.pending_threads = b.threads;
+                    sub.lost += b.lost + n;
+                    true
+                }
+                Err(TrySendError::Full(Err(_))) => true,
+                Err(TrySendError::Closed(_)) => false,
+            }
+        });
+        Ok(())
+    }
+}
