@@ -55,7 +55,11 @@ enum Command {
         #[command(flatten)]
         target: steer_cmd::Target,
         /// `object.attribute VALUE` pairs.
-        #[arg(required = true, value_name = "PATH VALUE", allow_hyphen_values = true)]
+        #[arg(
+            required = true,
+            value_name = "PATH VALUE",
+            allow_negative_numbers = true
+        )]
         pairs: Vec<String>,
     },
     /// Run an actuator at the program's next synch point, or call a registered function.
@@ -65,7 +69,7 @@ enum Command {
         /// `object.actuator` or a function's name.
         operation: String,
         /// Its arguments.
-        #[arg(allow_hyphen_values = true)]
+        #[arg(allow_negative_numbers = true)]
         args: Vec<String>,
         /// How long to wait for a synch point, in milliseconds.
         #[arg(long, default_value_t = 5000)]
