@@ -4,13 +4,17 @@
 //! missing, foreign or corrupt trace file, an invalid spec, wrong arguments). A closed pipe
 //! (`gyr trace dump f | head`) is success.
 
+mod attach;
 mod client;
 mod demo;
+mod script;
+mod show;
 mod spec_cmd;
 mod steer_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
+use gyr_proto::v1::ControlRequest;
 use gyr_proto::v1::control_request::Action;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +93,14 @@ enum Command {
         #[arg(default_value_t = 1)]
         n: u64,
     },
+    /// Let the program run until a condition holds at a synch point, then pause:
+    /// `gyr run-until PID "nbody.step >= 1000"` (comparisons joined by `and` / `or`).
+    RunUntil {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// The condition.
+        condition: String,
+    },
     /// List sensors, or switch them on/off and set their rate (all, a --type or an --instance).
     Sensors {
         #[command(flatten)]
@@ -126,6 +138,16 @@ enum Command {
         #[arg(long)]
         limit: Option<u64>,
     },
+    /// Run a steering script (rhai) against a program: `gyr script PID plan.rhai`.
+    Script {
+        #[command(flatten)]
+        target: steer_cmd::Target,
+        /// The script file (`-` for standard input).
+        file: PathBuf,
+    },
+    /// Steer a program interactively: a command line with history and completion, the
+    /// program's objects, and live events and steering changes as they happen.
+    Attach(steer_cmd::Target),
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,10 +211,23 @@ fn main() -> ExitCode {
             args,
             timeout_ms,
         } => steer_cmd::call(target, operation, args, timeout_ms),
-        Command::Status(t) => steer_cmd::control(t, Action::Unspecified, 0),
-        Command::Pause(t) => steer_cmd::control(t, Action::Pause, 0),
-        Command::Resume(t) => steer_cmd::control(t, Action::Resume, 0),
-        Command::Step { target, n } => steer_cmd::control(target, Action::Step, n),
+        Command::Status(t) => steer_cmd::control(t, None),
+        Command::Pause(t) => steer_cmd::control(t, Some(control(Action::Pause))),
+        Command::Resume(t) => steer_cmd::control(t, Some(control(Action::Resume))),
+        Command::Step { target, n } => steer_cmd::control(
+            target,
+            Some(ControlRequest {
+                steps: n,
+                ..control(Action::Step)
+            }),
+        ),
+        Command::RunUntil { target, condition } => steer_cmd::control(
+            target,
+            Some(ControlRequest {
+                until: condition,
+                ..control(Action::RunUntil)
+            }),
+        ),
         Command::Sensors {
             target,
             type_name,
@@ -207,6 +242,8 @@ fn main() -> ExitCode {
             json,
             limit,
         } => steer_cmd::watch(target, types, thread, json, limit),
+        Command::Script { target, file } => script::run_file(target, &file),
+        Command::Attach(t) => attach::run(t),
     };
     match result {
         Ok(code) => code,
@@ -217,6 +254,14 @@ fn main() -> ExitCode {
             eprintln!("gyr: error: {:#}", f.error);
             ExitCode::from(f.code)
         }
+    }
+}
+
+/// A control request with no arguments.
+pub(crate) fn control(action: Action) -> ControlRequest {
+    ControlRequest {
+        action: action as i32,
+        ..Default::default()
     }
 }
 

@@ -205,6 +205,13 @@ impl v1::gyr_server::Gyr for GyrService {
         }))
     }
 
+    async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
+        self.permission(&req)?;
+        Ok(Response::new(v1::PingReply {
+            payload: req.into_inner().payload,
+        }))
+    }
+
     async fn status(
         &self,
         req: Request<v1::StatusRequest>,
@@ -375,9 +382,12 @@ impl v1::gyr_server::Gyr for GyrService {
             Ok(v1::control_request::Action::Pause) => steer::pause(&who),
             Ok(v1::control_request::Action::Resume) => steer::resume(&who),
             Ok(v1::control_request::Action::Step) => steer::step(r.steps.max(1), &who),
+            Ok(v1::control_request::Action::RunUntil) => {
+                steer::run_until_condition(&r.until, &who).map_err(status)?
+            }
             _ => {
                 return Err(Status::invalid_argument(
-                    "control action must be pause, resume or step",
+                    "control action must be pause, resume, step or run-until",
                 ));
             }
         }

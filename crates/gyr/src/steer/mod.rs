@@ -44,6 +44,7 @@
 //! # integ.unregister();
 //! ```
 
+mod condition;
 pub mod log;
 mod object;
 mod param;
@@ -51,13 +52,15 @@ pub mod repository;
 mod synch;
 mod value;
 
+pub use condition::Condition;
 pub use object::{
     Actuator, Args, DEFAULT_PROBE_LOCK_TIMEOUT, ObjectKind, OperationInfo, Param as ParamInfo,
     Steerable, Steered,
 };
 pub use param::{PARAM_ATTRIBUTE, Param, ParamBuilder};
 pub use synch::{
-    Pending, RunState, pause, resume, run_until, state, step, sync_point, synch_point_counts,
+    Pending, RunState, pause, resume, run_until, run_until_condition, state, step, sync_point,
+    synch_point_counts,
 };
 pub use value::{AttrInfo, AttrType, AttrValue, ScalarKind};
 
@@ -155,6 +158,14 @@ pub enum SteerError {
     BadArguments {
         /// The actuator or function.
         target: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A run-until condition could not be understood.
+    #[error("bad condition `{condition}`: {reason}")]
+    BadCondition {
+        /// The condition as given.
+        condition: String,
         /// What was wrong.
         reason: String,
     },

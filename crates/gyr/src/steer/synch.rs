@@ -9,7 +9,7 @@
 
 use super::log::{self, Action};
 use super::object::{Args, ObjectEntry};
-use super::{SteerError, Who};
+use super::{Condition, SteerError, Who};
 use gyr_core::Value;
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
@@ -346,6 +346,15 @@ pub fn run_until(text: &str, condition: impl Fn() -> bool + Send + 'static, who:
         },
         Ok(()),
     );
+}
+
+/// Lets the program run until a textual [`Condition`] holds at a synch point, then pause: the
+/// form remote clients use (`gyr run-until PID "nbody.step >= 1000"`).
+pub fn run_until_condition(condition: &str, who: &Who) -> Result<(), SteerError> {
+    let c = Condition::parse(condition)?;
+    let text = c.text().to_owned();
+    run_until(&text, move || c.holds(), who);
+    Ok(())
 }
 
 /// How many times each synch point was reached while steering was active.

@@ -1,0 +1,322 @@
+//! How steering answers look on a terminal: objects, status, sensors, changes, log entries
+//! and live events. Shared by the one-shot commands, `gyr attach` and `gyr script`, so that a
+//! value reads the same everywhere.
+
+use gyr::gyr_core::record::Records;
+use gyr::gyr_core::value::decode;
+use gyr::gyr_core::{Field, FieldType, Schema};
+use gyr_proto::v1;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// An attribute or parameter type as users write it.
+pub(crate) fn attr_type(t: i32) -> &'static str {
+    match v1::AttrType::try_from(t).unwrap_or(v1::AttrType::Unspecified) {
+        v1::AttrType::Int => "int",
+        v1::AttrType::Uint => "uint",
+        v1::AttrType::Float => "float",
+        v1::AttrType::Bool => "bool",
+        v1::AttrType::Str => "string",
+        v1::AttrType::IntList => "[int]",
+        v1::AttrType::UintList => "[uint]",
+        v1::AttrType::FloatList => "[float]",
+        v1::AttrType::BoolList => "[bool]",
+        v1::AttrType::Unspecified => "?",
+    }
+}
+
+/// A value, or nothing.
+pub(crate) fn value(v: &Option<v1::Value>) -> String {
+    v.as_ref().map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// `object.attribute`, or the object's name alone for a parameter.
+pub(crate) fn attr_path(o: &v1::ObjectInfo, a: &v1::AttrInfo) -> String {
+    if o.is_param {
+        o.name.clone()
+    } else {
+        format!("{}.{}", o.name, a.name)
+    }
+}
+
+fn signature(op: &v1::OperationInfo) -> String {
+    op.params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, attr_type(p.r#type)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The listing of `gyr ls`: objects with their attributes (type, value, unit, range, notes),
+/// actuators, then functions.
+pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
+    let mut out = String::new();
+    if reply.objects.is_empty() && reply.functions.is_empty() {
+        let _ = writeln!(
+            out,
+            "program {program} has no steering objects or functions registered"
+        );
+    }
+    for o in &reply.objects {
+        let desc = if o.description.is_empty() {
+            String::new()
+        } else {
+            format!("  -- {}", o.description)
+        };
+        let kind = if o.is_param { " (parameter)" } else { "" };
+        let _ = writeln!(out, "{}{kind}{desc}", o.name);
+        for a in &o.attributes {
+            let mut notes = Vec::new();
+            if !a.unit.is_empty() {
+                notes.push(a.unit.clone());
+            }
+            if a.has_min || a.has_max {
+                let lo = if a.has_min {
+                    a.min.to_string()
+                } else {
+                    String::new()
+                };
+                let hi = if a.has_max {
+                    a.max.to_string()
+                } else {
+                    String::new()
+                };
+                notes.push(format!("{lo}..={hi}"));
+            }
+            if a.read_only {
+                notes.push("read-only".into());
+            }
+            if !a.description.is_empty() {
+                notes.push(a.description.clone());
+            }
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<8} = {:<16} {}",
+                attr_path(o, a),
+                attr_type(a.r#type),
+                value(&a.value),
+                notes.join(", ")
+            );
+        }
+        for op in &o.actuators {
+            let _ = writeln!(
+                out,
+                "  {}.{}({})  [actuator] {}",
+                o.name,
+                op.name,
+                signature(op),
+                op.description
+            );
+        }
+    }
+    for f in &reply.functions {
+        let _ = writeln!(
+            out,
+            "{}({})  [function] {}",
+            f.name,
+            signature(f),
+            f.description
+        );
+    }
+    out
+}
+
+/// A program's run state and counters.
+pub(crate) fn status(s: &v1::StatusReply) -> String {
+    let mut out = String::new();
+    let state = s.state.as_ref().map(|x| x.text.as_str()).unwrap_or("?");
+    let _ = writeln!(out, "program {}: {state}", s.pid);
+    let _ = writeln!(out, "  command   {}", s.command_line.join(" "));
+    let _ = writeln!(out, "  events    {} recorded, {} lost", s.records, s.lost);
+    for (name, n) in &s.synch_points {
+        let _ = writeln!(out, "  synch point {name}: reached {n} times while steered");
+    }
+    out
+}
+
+/// The sensor table of `gyr sensors`.
+pub(crate) fn sensors(reply: &v1::SensorsReply) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:<18} {:<9} {:<8} {:<12} {:>10}",
+        "TYPE", "INSTANCE", "KIND", "STATE", "RATE", "SKIPPED"
+    );
+    for s in &reply.sensors {
+        let state = if s.active {
+            "on"
+        } else if s.enabled {
+            "idle"
+        } else {
+            "off"
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:<18} {:<9} {:<8} {:<12} {:>10}",
+            s.type_name, s.instance, s.kind, state, s.rate, s.skipped
+        );
+    }
+    out
+}
+
+/// What a write changed: `path: old -> new`, a line each.
+pub(crate) fn changes(changes: &[v1::Change]) -> String {
+    let mut out = String::new();
+    for ch in changes {
+        let _ = writeln!(out, "{}: {} -> {}", ch.path, value(&ch.old), value(&ch.new));
+    }
+    out
+}
+
+/// One steering-log entry on one line.
+pub(crate) fn log_entry(e: &v1::LogEntry) -> String {
+    let err = if e.error.is_empty() {
+        String::new()
+    } else {
+        format!("  REFUSED: {}", e.error)
+    };
+    format!(
+        "{:>6} {:>12.6}s  {:<28} {}{err}",
+        e.seq,
+        e.time_ns as f64 / 1e9,
+        e.who,
+        e.action
+    )
+}
+
+/// One decoded live event.
+pub(crate) struct Event {
+    pub(crate) t_ns: u64,
+    pub(crate) thread: u64,
+    pub(crate) thread_name: String,
+    pub(crate) type_name: String,
+    pub(crate) fields: Vec<(String, gyr::gyr_core::Value)>,
+}
+
+impl Event {
+    /// `time  thread  type { field: value, ... }`, floats to 7 significant digits (the JSON
+    /// form keeps every digit).
+    pub(crate) fn line(&self) -> String {
+        let body: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(f, v)| format!("{f}: {}", compact(v)))
+            .collect();
+        format!(
+            "{:>14.9}  {:<12} {} {{ {} }}",
+            self.t_ns as f64 / 1e9,
+            self.thread_name,
+            self.type_name,
+            body.join(", ")
+        )
+    }
+
+    /// One JSON object.
+    pub(crate) fn json(&self) -> String {
+        let fields: serde_json::Map<String, serde_json::Value> = self
+            .fields
+            .iter()
+            .map(|(f, v)| (f.clone(), serde_json::Value::String(v.to_string())))
+            .collect();
+        serde_json::json!({"t_ns": self.t_ns, "thread": self.thread, "type": self.type_name, "fields": fields})
+            .to_string()
+    }
+}
+
+/// A value for reading, not for round-tripping: floats shortened.
+fn compact(v: &gyr::gyr_core::Value) -> String {
+    use gyr::gyr_core::Value;
+    match v {
+        Value::Float(x) if *x == 0.0 || (1e-3..1e7).contains(&x.abs()) => {
+            let digits = 6usize.saturating_sub(x.abs().log10().floor().max(0.0) as usize);
+            let s = format!("{x:.digits$}");
+            let s = s.trim_end_matches('0');
+            s.strip_suffix('.').unwrap_or(s).to_owned()
+        }
+        Value::Float(x) => format!("{x:.6e}"),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(compact).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// What a batch of the live stream held.
+pub(crate) struct Batch {
+    /// Events this client was not sent because it fell behind.
+    pub(crate) lost: u64,
+    /// The events, in stream order.
+    pub(crate) events: Vec<Event>,
+}
+
+/// Decodes the live stream: remembers the schemas and thread names each batch introduces.
+#[derive(Default)]
+pub(crate) struct EventDecoder {
+    schemas: HashMap<u32, Schema>,
+    names: HashMap<u64, String>,
+}
+
+impl EventDecoder {
+    pub(crate) fn batch(&mut self, batch: v1::EventBatch) -> Batch {
+        for s in batch.schemas {
+            let fields = s
+                .fields
+                .iter()
+                .map(|f| {
+                    Field::new(
+                        f.name.clone(),
+                        FieldType::parse(&f.r#type).unwrap_or(FieldType::Bytes),
+                    )
+                })
+                .collect();
+            if let Ok(schema) = Schema::new(s.id, s.name, fields) {
+                self.schemas.insert(schema.id, schema);
+            }
+        }
+        for th in batch.threads {
+            self.names.insert(th.id, th.name);
+        }
+        let mut events = Vec::new();
+        for block in batch.blocks {
+            for r in Records::new(block.thread, &block.records).flatten() {
+                let Some(s) = self.schemas.get(&r.header.type_id) else {
+                    continue;
+                };
+                let values = decode(s, r.payload).unwrap_or_default();
+                events.push(Event {
+                    t_ns: r.header.timestamp,
+                    thread: block.thread,
+                    thread_name: self.names.get(&block.thread).cloned().unwrap_or_default(),
+                    type_name: s.name.clone(),
+                    fields: s
+                        .fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .zip(values)
+                        .collect(),
+                });
+            }
+        }
+        Batch {
+            lost: batch.lost,
+            events,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+    use gyr::gyr_core::Value;
+
+    #[test]
+    fn floats_are_shortened_for_reading() {
+        assert_eq!(compact(&Value::Float(55.409210673131)), "55.40921");
+        assert_eq!(compact(&Value::Float(-105.82101949481861)), "-105.821");
+        assert_eq!(compact(&Value::Float(0.25)), "0.25");
+        assert_eq!(compact(&Value::Float(0.0)), "0");
+        assert_eq!(compact(&Value::Float(1.5e-9)), "1.500000e-9");
+        assert_eq!(compact(&Value::UInt(7)), "7");
+    }
+}
