@@ -34,7 +34,8 @@ enum Bench {
         #[arg(long, value_name = "PART")]
         only: Vec<sensors::Part>,
     },
-    /// Steering in process: the closed loop sensor → rule → attribute, probes, actuation.
+    /// Steering: the closed loop sensor → rule → attribute, probes and actuation in process and
+    /// over the embedded server, and the overhead on examples/nbody.
     Steering {
         /// End with one JSON object on the last line of stdout.
         #[arg(long)]
@@ -43,6 +44,16 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// The child process of the nbody overhead figure (started by `steering`).
+    #[command(hide = true)]
+    NbodyChild {
+        #[arg(long, default_value_t = 512)]
+        bodies: usize,
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+        #[arg(long)]
+        steps: u64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -50,5 +61,10 @@ fn main() -> anyhow::Result<()> {
     match args.bench {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::Steering { json, quick } => steering::run(json, quick),
+        Bench::NbodyChild {
+            bodies,
+            workers,
+            steps,
+        } => steering::nbody_child(bodies, workers, steps),
     }
 }

@@ -6,10 +6,9 @@ use crate::Failure;
 use gyr::server::{CLIENT_HEADER, discovery};
 use gyr_proto::v1::gyr_client::GyrClient;
 use gyr_proto::{PROTOCOL_VERSION, v1};
-use hyper_util::rt::TokioIo;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 
 /// A connected client; every request carries the client's name and token.
 #[derive(Clone)]
@@ -49,24 +48,12 @@ impl Client {
                     }
                 )));
             };
-            let path = a.socket.clone();
-            let channel = Endpoint::try_from("http://localhost")
-                .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let path = path.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(TokioIo::new(
-                            tokio::net::UnixStream::connect(path).await?,
-                        ))
-                    }
-                }))
-                .await
-                .map_err(|e| {
-                    Failure::input(anyhow::anyhow!(
-                        "cannot connect to program {pid} at {}: {e}",
-                        a.socket.display()
-                    ))
-                })?;
+            let channel = gyr_proto::connect::unix(&a.socket).await.map_err(|e| {
+                Failure::input(anyhow::anyhow!(
+                    "cannot connect to program {pid} at {}: {e}",
+                    a.socket.display()
+                ))
+            })?;
             return Ok(Client {
                 inner: GyrClient::new(channel),
                 token,
@@ -79,9 +66,7 @@ impl Client {
             )));
         }
         let token = token.or_else(|| std::env::var("GYR_TOKEN").ok());
-        let channel = Endpoint::from_shared(format!("http://{target}"))
-            .map_err(|e| Failure::input(anyhow::anyhow!("`{target}` is not an address: {e}")))?
-            .connect()
+        let channel = gyr_proto::connect::tcp(target)
             .await
             .map_err(|e| Failure::input(anyhow::anyhow!("cannot connect to {target}: {e}")))?;
         Ok(Client {

@@ -1,7 +1,8 @@
 //! The steering commands end to end against a running N-body program, as a user types them:
 //! find it, read and change it, have bad requests refused with the reason, actuate, pause and
 //! step it, watch its events, control its sensors, read the steering log; and over TCP, a
-//! read-only token cannot steer.
+//! read-only token cannot steer. Then the same through `gyr script` and `gyr attach`, and the
+//! API itself with malformed requests and clients that stall or vanish mid-stream.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -9,12 +10,18 @@ use std::time::{Duration, Instant};
 
 const CHILD: &str = "GYR_TEST_NBODY_CHILD";
 
-/// The program under steering: runs in a child process until killed.
+const STEPS: &str = "GYR_TEST_NBODY_STEPS";
+
+/// The program under steering: runs in a child process until killed, or for `$STEPS` steps.
 fn child_program() -> ! {
     let rt = gyr::init().expect("start gyr");
     let sim = gyr_example_nbody::register(64).expect("register nbody");
     let stop = gyr_example_nbody::stop_flag();
-    gyr_example_nbody::run(&sim, 2, 0, &stop);
+    let steps = std::env::var(STEPS)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    gyr_example_nbody::run(&sim, 2, steps, &stop);
     drop(rt);
     std::process::exit(0);
 }
@@ -279,5 +286,420 @@ fn a_read_only_token_cannot_steer_over_tcp() {
         )
         .trim(),
         "nbody.dt: 0.001 -> 0.002"
+    );
+}
+
+#[test]
+fn scripts_steer_nbody_and_stop_at_the_failing_line() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start("scripts_steer_nbody_and_stop_at_the_failing_line", &[]);
+    let (d, pid) = (p.dir.path(), p.child.id().to_string());
+    let pid = pid.as_str();
+    let script = d.join("plan.rhai");
+    std::fs::write(
+        &script,
+        r#"
+pause();
+let st = wait_paused(10000);
+print(`paused: ${st.paused}`);
+set("nbody.dt", 0.002);
+set(#{"nbody.softening": 0.05, "nbody.dt": 0.003});
+let n = actuate("nbody.add_body", 3.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.001);
+print(`bodies: ${n}`);
+let target = get("nbody.step") + 25;
+run_until("nbody.step >= " + target);
+wait_paused(10000);
+print(`stopped at target: ${get("nbody.step") == target}`);
+let all = get("nbody");
+print(`dt: ${all["nbody.dt"]}`);
+resume();
+let e = next_event("energy", 10000);
+print(`energy has bodies: ${e.bodies}`);
+set("nbody.dt", 7.0);
+print("not reached");
+"#,
+    )
+    .unwrap();
+    let o = gyr(d, &["script", pid, script.to_str().unwrap()]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    for line in [
+        "paused: true",
+        "bodies: 65",
+        "stopped at target: true",
+        "dt: 0.003",
+        "energy has bodies: 65",
+    ] {
+        assert!(out.contains(line), "expected {line:?} in {out}");
+    }
+    assert!(!out.contains("not reached"), "{out}");
+    assert!(
+        err.contains("plan.rhai:18:1:") && err.contains("out of range"),
+        "the error names the line and the reason: {err}"
+    );
+    // The refused write left the value as it was.
+    assert_eq!(ok(d, &["get", pid, "nbody.dt"]).trim(), "0.003");
+
+    // A syntax error is reported before anything runs.
+    std::fs::write(&script, "pause();\nlet x = ;\n").unwrap();
+    refused(
+        d,
+        &["script", pid, script.to_str().unwrap()],
+        "plan.rhai:2:9",
+    );
+    assert!(ok(d, &["status", pid]).contains("running"));
+    refused(
+        d,
+        &["script", pid, d.join("missing.rhai").to_str().unwrap()],
+        "cannot read the script",
+    );
+
+    // run-until from the command line, and conditions it cannot understand.
+    let target = ok(d, &["get", pid, "nbody.step"])
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+        + 40;
+    let cond = format!("nbody.step >= {target} or nbody.bodies > 1000");
+    assert!(ok(d, &["run-until", pid, &cond]).contains("running until"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok(d, &["status", pid]).contains("paused") {
+        assert!(Instant::now() < deadline, "run-until did not pause");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        ok(d, &["get", pid, "nbody.step"]).trim(),
+        target.to_string()
+    );
+    refused(d, &["run-until", pid, "nbody.step >"], "bad condition");
+    refused(
+        d,
+        &["run-until", pid, "nbody.warp > 1"],
+        "no attribute `warp`",
+    );
+    refused(d, &["run-until", pid, "nbody.step > fast"], "nbody.step");
+    ok(d, &["resume", pid]);
+}
+
+#[test]
+fn attach_lists_steers_and_shows_changes_live() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::{Arc, Mutex};
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start("attach_lists_steers_and_shows_changes_live", &[]);
+    let (d, pid) = (p.dir.path(), p.child.id().to_string());
+    let mut attach = Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(["attach", &pid])
+        .env("GYR_SOCKET_DIR", d)
+        .env("XDG_STATE_HOME", d)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let out = attach.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let mut s = seen.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        })
+    };
+    let wait_for = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !seen.lock().unwrap().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "attach never printed {what:?}; it printed:\n{}",
+                seen.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut input = attach.stdin.take().unwrap();
+    let mut send = |line: &str| {
+        input.write_all(format!("{line}\n").as_bytes()).unwrap();
+        input.flush().unwrap();
+    };
+    // The object list on arrival.
+    wait_for("nbody.add_body(");
+    send("set nbody.dt 0.004");
+    wait_for("nbody.dt: 0.001 -> 0.004");
+    // A change by another client shows up live.
+    ok(d, &["set", &pid, "nbody.softening", "0.07"]);
+    wait_for("[steer]");
+    wait_for("nbody.softening");
+    send("set nbody.dt -1");
+    wait_for("error: `nbody.dt` out of range");
+    send("warp 9");
+    wait_for("unknown command `warp`");
+    send("call nbody.add_body 2 0 0 0 0.5 0 0.001");
+    wait_for("nbody.add_body -> 65");
+    send("watch energy");
+    wait_for("[event]");
+    wait_for("energy {");
+    send("unwatch");
+    send("pause");
+    wait_for("paused");
+    send("get nbody");
+    wait_for("nbody.bodies = 65");
+    send("resume");
+    send("quit");
+    let status = attach.wait().unwrap();
+    reader.join().unwrap();
+    assert!(status.success(), "{}", seen.lock().unwrap());
+    // Leaving changed nothing: the program runs on.
+    assert!(ok(d, &["status", &pid]).contains("running"));
+}
+
+/// Asserts that the server refused a request as invalid, saying `what`.
+fn invalid<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>, what: &str) {
+    let s = r.expect_err("should be refused");
+    assert_eq!(s.code(), tonic::Code::InvalidArgument, "{s:?}");
+    assert!(s.message().contains(what), "expected {what:?} in {s:?}");
+}
+
+/// A raw client of the program's API, for requests the CLI would never send.
+fn raw_client(
+    dir: &Path,
+    pid: u32,
+) -> (
+    tokio::runtime::Runtime,
+    gyr_proto::v1::gyr_client::GyrClient<tonic::transport::Channel>,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let channel = rt
+        .block_on(gyr_proto::connect::unix(dir.join(format!("{pid}.sock"))))
+        .unwrap();
+    (rt, gyr_proto::v1::gyr_client::GyrClient::new(channel))
+}
+
+#[test]
+fn malformed_requests_are_refused_with_reasons() {
+    use gyr_proto::v1;
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start("malformed_requests_are_refused_with_reasons", &[]);
+    let (rt, mut c) = raw_client(p.dir.path(), p.child.id());
+    invalid(
+        rt.block_on(c.get(v1::GetRequest { paths: vec![] })),
+        "at least one attribute",
+    );
+    invalid(
+        rt.block_on(c.set(v1::SetRequest { writes: vec![] })),
+        "at least one attribute",
+    );
+    invalid(
+        rt.block_on(c.set(v1::SetRequest {
+            writes: vec![v1::PathValue {
+                path: "nbody.dt".into(),
+                value: None,
+            }],
+        })),
+        "no value for `nbody.dt`",
+    );
+    invalid(
+        rt.block_on(c.set(v1::SetRequest {
+            writes: vec![v1::PathValue {
+                path: "nbody.dt".into(),
+                value: Some(v1::Value { kind: None }),
+            }],
+        })),
+        "empty",
+    );
+    invalid(
+        rt.block_on(c.set(v1::SetRequest {
+            writes: vec![v1::PathValue {
+                path: "nbody.dt".into(),
+                value: Some(v1::Value::text("[1, 2]")),
+            }],
+        })),
+        "nbody.dt",
+    );
+    invalid(
+        rt.block_on(c.control(v1::ControlRequest {
+            action: 99,
+            ..Default::default()
+        })),
+        "pause, resume, step or run-until",
+    );
+    invalid(
+        rt.block_on(c.control(v1::ControlRequest {
+            action: v1::control_request::Action::RunUntil as i32,
+            ..Default::default()
+        })),
+        "empty",
+    );
+    invalid(
+        rt.block_on(c.call(v1::CallRequest {
+            target: "nbody.add_body".into(),
+            args: vec![v1::Value::text("north")],
+            timeout_ms: 1000,
+        })),
+        "argument 1",
+    );
+    invalid(
+        rt.block_on(c.call(v1::CallRequest {
+            target: String::new(),
+            ..Default::default()
+        })),
+        "not a steering path",
+    );
+    // A stream of garbage instead of HTTP/2 costs the program nothing.
+    {
+        use std::io::Write;
+        let mut raw = std::os::unix::net::UnixStream::connect(
+            p.dir.path().join(format!("{}.sock", p.child.id())),
+        )
+        .unwrap();
+        let _ = raw.write_all(b"GET / HTTP/1.0\r\n\r\nnot grpc at all\x00\xff");
+    }
+    let st = rt
+        .block_on(c.status(v1::StatusRequest {}))
+        .unwrap()
+        .into_inner();
+    assert_eq!(st.pid, p.child.id());
+}
+
+#[test]
+fn clients_that_stall_or_vanish_mid_stream_cost_the_program_nothing() {
+    use gyr_proto::v1;
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start(
+        "clients_that_stall_or_vanish_mid_stream_cost_the_program_nothing",
+        &[],
+    );
+    let (rt, mut c) = raw_client(p.dir.path(), p.child.id());
+    let step = |c: &mut v1::gyr_client::GyrClient<_>| -> u64 {
+        let r = rt
+            .block_on(c.get(v1::GetRequest {
+                paths: vec!["nbody.step".into()],
+            }))
+            .unwrap()
+            .into_inner();
+        r.values[0]
+            .value
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .parse()
+            .unwrap()
+    };
+    // A client that vanishes after its first batch.
+    {
+        let (rt2, mut c2) = raw_client(p.dir.path(), p.child.id());
+        let mut s = rt2
+            .block_on(c2.subscribe(v1::SubscribeRequest::default()))
+            .unwrap()
+            .into_inner();
+        assert!(rt2.block_on(s.message()).unwrap().is_some());
+    }
+    // A client that stops reading.
+    let mut stalled = rt
+        .block_on(c.subscribe(v1::SubscribeRequest::default()))
+        .unwrap()
+        .into_inner();
+    let before = step(&mut c);
+    let records_before = rt
+        .block_on(c.status(v1::StatusRequest {}))
+        .unwrap()
+        .into_inner()
+        .records;
+    // The program keeps stepping and recording while the client reads nothing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = rt
+            .block_on(c.status(v1::StatusRequest {}))
+            .unwrap()
+            .into_inner();
+        if st.records > records_before + 50_000 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the program stopped recording");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(step(&mut c) > before + 1000, "the program slowed down");
+    // The stalled client, reading again, is told how much it missed.
+    let mut lost = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lost == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no loss count reached the client"
+        );
+        lost += rt
+            .block_on(stalled.message())
+            .unwrap()
+            .expect("stream open")
+            .lost;
+    }
+    // A fresh client still gets events.
+    let mut fresh = rt
+        .block_on(c.subscribe(v1::SubscribeRequest {
+            types: vec!["energy".into()],
+            threads: vec![],
+        }))
+        .unwrap()
+        .into_inner();
+    let b = rt.block_on(fresh.message()).unwrap().expect("a batch");
+    assert!(b.schemas.iter().any(|s| s.name == "energy"));
+}
+
+#[test]
+fn a_watched_program_exits_cleanly_and_the_watch_ends() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let mut p = start(
+        "a_watched_program_exits_cleanly_and_the_watch_ends",
+        &[(STEPS, "3000")],
+    );
+    let pid = p.child.id().to_string();
+    let watch = Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(["watch", &pid, "energy"])
+        .env("GYR_SOCKET_DIR", p.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = p.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the program did not exit while watched"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let o = watch.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "watch should end cleanly: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("step: 3000"),
+        "the last energy event was shown"
     );
 }

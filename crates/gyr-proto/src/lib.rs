@@ -6,6 +6,7 @@
 //! This crate provides:
 //! - [`v1`]: the messages, the `gyr_client::GyrClient` and `gyr_server::GyrServer`;
 //! - [`PROTOCOL_VERSION`];
+//! - [`connect`]: channels to a server over a Unix socket or TCP;
 //! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
 //!   arrive as text typed by a user).
 //!
@@ -13,6 +14,7 @@
 //! field has a comment.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod connect;
 mod convert;
 pub use convert::Incoming;
 

@@ -389,6 +389,53 @@ fn pause_step_and_run_until_act_at_synch_points() {
 }
 
 #[test]
+fn textual_conditions_compare_attributes_joined_by_and_or() {
+    let _g = support::serial();
+    let level = steer::param("cond_level", 5i64).register().unwrap();
+    #[derive(gyr::Steerable)]
+    struct Mode {
+        name: String,
+    }
+    let mode = steer::register(
+        "cond_mode",
+        Mode {
+            name: "slow".into(),
+        },
+    )
+    .unwrap();
+    let holds = |text: &str| steer::Condition::parse(text).unwrap().holds();
+    assert!(holds("cond_level >= 5"));
+    assert!(!holds("cond_level > 5"));
+    assert!(holds("cond_level == 5.0"), "numbers compare as numbers");
+    assert!(holds(r#"cond_mode.name == "slow" and cond_level < 6"#));
+    assert!(!holds(r#"cond_mode.name != "slow" && cond_level < 6"#));
+    assert!(holds(
+        "cond_level > 100 or cond_level <= -1 or cond_level == 5"
+    ));
+    // `and` binds tighter than `or`.
+    assert!(holds(
+        "cond_level > 100 and cond_level < 0 or cond_level == 5"
+    ));
+    level.set(7);
+    assert!(holds("cond_level > 5"));
+    for (bad, why) in [
+        ("cond_level >> 5", "not a comparison"),
+        (r#"cond_mode.name < "x""#, "only == and !="),
+        (
+            "cond_level > 5 but cond_level < 9",
+            "expected `and` or `or`",
+        ),
+        ("cond_level > five", "cond_level"),
+        ("nowhere.x > 1", "no steering object"),
+    ] {
+        let e = steer::Condition::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: expected {why:?} in {e}");
+    }
+    level.unregister();
+    mode.unregister();
+}
+
+#[test]
 fn functions_are_called_with_checked_arguments() {
     let _g = support::serial();
     steer::Function::new("scale", |args| {

@@ -23,6 +23,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// How long clients still connected at shutdown may take to finish.
+const GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// How the server listens.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ServerConfig {
@@ -35,7 +38,7 @@ pub(crate) struct ServerConfig {
 /// The running server; stopping it removes its socket and announcement.
 #[derive(Debug)]
 pub(crate) struct ServerHandle {
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    shutdown: Option<tokio::sync::watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
     files: Vec<PathBuf>,
     pub(crate) socket: PathBuf,
@@ -110,7 +113,7 @@ pub(crate) fn start(
             read: cfg.read_token.clone(),
         },
     });
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, rx) = tokio::sync::watch::channel(false);
     let tcp_addr = tcp.as_ref().map(|(a, _)| *a);
     let thread = std::thread::Builder::new()
         .name("gyr-server".into())
@@ -126,8 +129,16 @@ pub(crate) fn start(
                 }
             };
             rt.block_on(async move {
-                let shutdown = async {
-                    let _ = rx.await;
+                let mut stopping = rx.clone();
+                let shutdown = async move {
+                    let _ = stopping.wait_for(|s| *s).await;
+                };
+                // Clients still following a stream get GRACE to finish, then are cut off: the
+                // program's exit never waits on a client.
+                let mut stopping = rx;
+                let deadline = async move {
+                    let _ = stopping.wait_for(|s| *s).await;
+                    tokio::time::sleep(GRACE).await;
                 };
                 let unix = match tokio::net::UnixListener::from_std(unix) {
                     Ok(l) => l,
@@ -142,20 +153,28 @@ pub(crate) fn start(
                         tokio_stream::wrappers::UnixListenerStream::new(unix),
                         shutdown,
                     );
-                match (tcp, remote) {
-                    (Some((_, l)), Some(remote)) => {
-                        let Ok(l) = tokio::net::TcpListener::from_std(l) else {
-                            return;
-                        };
-                        let remote_server = tonic::transport::Server::builder()
-                            .add_service(GyrServer::new(remote))
-                            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l));
-                        tokio::select! {
-                            r = local_server => report(r),
-                            r = remote_server => report(r),
+                let servers = async move {
+                    match (tcp, remote) {
+                        (Some((_, l)), Some(remote)) => {
+                            let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                                return;
+                            };
+                            let remote_server = tonic::transport::Server::builder()
+                                .add_service(GyrServer::new(remote))
+                                .serve_with_incoming(
+                                    tokio_stream::wrappers::TcpListenerStream::new(l),
+                                );
+                            tokio::select! {
+                                r = local_server => report(r),
+                                r = remote_server => report(r),
+                            }
                         }
+                        _ => report(local_server.await),
                     }
-                    _ => report(local_server.await),
+                };
+                tokio::select! {
+                    () = servers => {}
+                    () = deadline => {}
                 }
             });
         })?;
@@ -178,7 +197,7 @@ fn report(r: Result<(), tonic::transport::Error>) {
 impl ServerHandle {
     pub(crate) fn stop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
+            let _ = tx.send(true);
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();

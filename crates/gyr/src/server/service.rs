@@ -277,6 +277,11 @@ impl v1::gyr_server::Gyr for GyrService {
 
     async fn get(&self, req: Request<v1::GetRequest>) -> Result<Response<v1::GetReply>, Status> {
         self.permission(&req)?;
+        if req.get_ref().paths.is_empty() {
+            return Err(Status::invalid_argument(
+                "name at least one attribute to read (`object.attribute`, or `object` for all)",
+            ));
+        }
         let mut values = Vec::new();
         for path in &req.get_ref().paths {
             let is_object = !path.contains('.')
@@ -303,6 +308,11 @@ impl v1::gyr_server::Gyr for GyrService {
 
     async fn set(&self, req: Request<v1::SetRequest>) -> Result<Response<v1::SetReply>, Status> {
         let who = self.steerer(&req)?;
+        if req.get_ref().writes.is_empty() {
+            return Err(Status::invalid_argument(
+                "name at least one attribute to write, with its value",
+            ));
+        }
         let mut writes = Vec::new();
         for w in &req.get_ref().writes {
             let v = w

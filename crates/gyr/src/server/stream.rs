@@ -7,7 +7,7 @@
 
 use crate::sink::Sink;
 use gyr_core::record::Records;
-use gyr_core::{Schema, ThreadInfo};
+use gyr_core::{Schema, ThreadInfo, TraceEnd};
 use gyr_proto::v1;
 use std::collections::HashSet;
 use std::io;
@@ -129,6 +129,21 @@ impl Sink for FanoutSink {
         let w = wire_thread(info);
         for sub in &mut st.subscribers {
             sub.pending_threads.push(w.clone());
+        }
+        Ok(())
+    }
+
+    /// The program is shutting down: every stream ends (after a last batch with the count of
+    /// events a slow client missed), so that clients see a clean end, not a broken connection.
+    fn close(&mut self, _end: &TraceEnd) -> io::Result<()> {
+        let mut st = self.0.lock();
+        for sub in st.subscribers.drain(..) {
+            if sub.lost > 0 {
+                let _ = sub.tx.try_send(Ok(v1::EventBatch {
+                    lost: sub.lost,
+                    ..Default::default()
+                }));
+            }
         }
         Ok(())
     }

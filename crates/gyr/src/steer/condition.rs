@@ -86,8 +86,7 @@ fn words(text: &str) -> Result<Vec<String>, SteerError> {
                     None => return Err(bad(text, "a string is not closed with `\"`")),
                 }
             }
-            // Kept quoted, so that parse_value sees a string literal.
-            out.push(format!("\"{s}\""));
+            out.push(s);
         } else if "<>=!".contains(c) {
             let mut s = String::new();
             while let Some(&ch) = chars.peek() {
@@ -151,7 +150,13 @@ impl Condition {
                     format!("`{op}` is not a comparison; use one of < <= > >= == !="),
                 )
             })?;
-            let literal = parse_value(path, lit)?;
+            // A number compares with any numeric attribute (`step > 1e3`, `level == 5.0`).
+            let literal = parse_value(path, lit).or_else(|e| {
+                match (lit.parse::<f64>(), get(path).as_ref().map(number)) {
+                    (Ok(x), Ok(Some(_))) if x.is_finite() => Ok(Value::Float(x)),
+                    _ => Err(e),
+                }
+            })?;
             if !matches!(op, Op::Eq | Op::Ne) && compare(&literal, &literal).is_none() {
                 return Err(bad(
                     text,
@@ -235,7 +240,7 @@ mod tests {
         assert_eq!(
             words(r#"a.b>=3 and c.d=="x y"||e.f != -1"#).unwrap(),
             vec![
-                "a.b", ">=", "3", "and", "c.d", "==", "\"x y\"", "||", "e.f", "!=", "-1"
+                "a.b", ">=", "3", "and", "c.d", "==", "x y", "||", "e.f", "!=", "-1"
             ]
         );
         assert!(words("a.b == \"open").is_err());
