@@ -191,7 +191,10 @@ fn follow_events(target: Target, types: Vec<String>, printer: Printer, stop: Arc
                 lost += b.lost;
                 for e in b.events {
                     if last_shown.is_none_or(|t| t.elapsed() >= gap) {
-                        say(&printer, format!("[event] {}", e.line().trim_start()));
+                        say(
+                            &printer,
+                            format!("[event] {}", show::event_line(&e).trim_start()),
+                        );
                         last_shown = Some(Instant::now());
                     } else {
                         held += 1;

@@ -7,6 +7,7 @@
 mod attach;
 mod client;
 mod demo;
+mod hub_cmd;
 mod script;
 mod show;
 mod spec_cmd;
@@ -31,6 +32,8 @@ struct Args {
 enum Command {
     /// Run the instrumented heat-diffusion example with a live summary, writing a trace.
     Demo(demo::DemoArgs),
+    /// Run the central monitor: a web UI over every gyr program of this user.
+    Hub(hub_cmd::HubArgs),
     /// Inspect trace files.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -194,6 +197,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
         Command::Demo(a) => demo::run(a),
+        Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
         Command::Spec { file } => spec_cmd::check(&file),

@@ -2,11 +2,8 @@
 //! and live events. Shared by the one-shot commands, `gyr attach` and `gyr script`, so that a
 //! value reads the same everywhere.
 
-use gyr::gyr_core::record::Records;
-use gyr::gyr_core::value::decode;
-use gyr::gyr_core::{Field, FieldType, Schema};
+pub(crate) use gyr_proto::events::{Event, EventDecoder};
 use gyr_proto::v1;
-use std::collections::HashMap;
 use std::fmt::Write;
 
 /// An attribute or parameter type as users write it.
@@ -184,43 +181,32 @@ pub(crate) fn log_entry(e: &v1::LogEntry) -> String {
     )
 }
 
-/// One decoded live event.
-pub(crate) struct Event {
-    pub(crate) t_ns: u64,
-    pub(crate) thread: u64,
-    pub(crate) thread_name: String,
-    pub(crate) type_name: String,
-    pub(crate) fields: Vec<(String, gyr::gyr_core::Value)>,
+/// `time  thread  type { field: value, ... }`, floats to 7 significant digits (the JSON
+/// form keeps every digit).
+pub(crate) fn event_line(e: &Event) -> String {
+    let body: Vec<String> = e
+        .fields
+        .iter()
+        .map(|(f, v)| format!("{f}: {}", compact(v)))
+        .collect();
+    format!(
+        "{:>14.9}  {:<12} {} {{ {} }}",
+        e.t_ns as f64 / 1e9,
+        e.thread_name,
+        e.type_name,
+        body.join(", ")
+    )
 }
 
-impl Event {
-    /// `time  thread  type { field: value, ... }`, floats to 7 significant digits (the JSON
-    /// form keeps every digit).
-    pub(crate) fn line(&self) -> String {
-        let body: Vec<String> = self
-            .fields
-            .iter()
-            .map(|(f, v)| format!("{f}: {}", compact(v)))
-            .collect();
-        format!(
-            "{:>14.9}  {:<12} {} {{ {} }}",
-            self.t_ns as f64 / 1e9,
-            self.thread_name,
-            self.type_name,
-            body.join(", ")
-        )
-    }
-
-    /// One JSON object.
-    pub(crate) fn json(&self) -> String {
-        let fields: serde_json::Map<String, serde_json::Value> = self
-            .fields
-            .iter()
-            .map(|(f, v)| (f.clone(), serde_json::Value::String(v.to_string())))
-            .collect();
-        serde_json::json!({"t_ns": self.t_ns, "thread": self.thread, "type": self.type_name, "fields": fields})
-            .to_string()
-    }
+/// One event as one JSON object.
+pub(crate) fn event_json(e: &Event) -> String {
+    let fields: serde_json::Map<String, serde_json::Value> = e
+        .fields
+        .iter()
+        .map(|(f, v)| (f.clone(), serde_json::Value::String(v.to_string())))
+        .collect();
+    serde_json::json!({"t_ns": e.t_ns, "thread": e.thread, "type": e.type_name, "fields": fields})
+        .to_string()
 }
 
 /// A value for reading, not for round-tripping: floats shortened.
@@ -239,69 +225,6 @@ fn compact(v: &gyr::gyr_core::Value) -> String {
             items.iter().map(compact).collect::<Vec<_>>().join(", ")
         ),
         other => other.to_string(),
-    }
-}
-
-/// What a batch of the live stream held.
-pub(crate) struct Batch {
-    /// Events this client was not sent because it fell behind.
-    pub(crate) lost: u64,
-    /// The events, in stream order.
-    pub(crate) events: Vec<Event>,
-}
-
-/// Decodes the live stream: remembers the schemas and thread names each batch introduces.
-#[derive(Default)]
-pub(crate) struct EventDecoder {
-    schemas: HashMap<u32, Schema>,
-    names: HashMap<u64, String>,
-}
-
-impl EventDecoder {
-    pub(crate) fn batch(&mut self, batch: v1::EventBatch) -> Batch {
-        for s in batch.schemas {
-            let fields = s
-                .fields
-                .iter()
-                .map(|f| {
-                    Field::new(
-                        f.name.clone(),
-                        FieldType::parse(&f.r#type).unwrap_or(FieldType::Bytes),
-                    )
-                })
-                .collect();
-            if let Ok(schema) = Schema::new(s.id, s.name, fields) {
-                self.schemas.insert(schema.id, schema);
-            }
-        }
-        for th in batch.threads {
-            self.names.insert(th.id, th.name);
-        }
-        let mut events = Vec::new();
-        for block in batch.blocks {
-            for r in Records::new(block.thread, &block.records).flatten() {
-                let Some(s) = self.schemas.get(&r.header.type_id) else {
-                    continue;
-                };
-                let values = decode(s, r.payload).unwrap_or_default();
-                events.push(Event {
-                    t_ns: r.header.timestamp,
-                    thread: block.thread,
-                    thread_name: self.names.get(&block.thread).cloned().unwrap_or_default(),
-                    type_name: s.name.clone(),
-                    fields: s
-                        .fields
-                        .iter()
-                        .map(|f| f.name.clone())
-                        .zip(values)
-                        .collect(),
-                });
-            }
-        }
-        Batch {
-            lost: batch.lost,
-            events,
-        }
     }
 }
 

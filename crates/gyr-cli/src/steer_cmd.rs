@@ -256,7 +256,11 @@ pub(crate) fn watch(
             }
         }
         for e in &batch.events {
-            text += &if json { e.json() } else { e.line() };
+            text += &if json {
+                show::event_json(e)
+            } else {
+                show::event_line(e)
+            };
             text.push('\n');
             printed += 1;
             if limit.is_some_and(|l| printed >= l) {

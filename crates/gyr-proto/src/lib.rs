@@ -7,6 +7,7 @@
 //! - [`v1`]: the messages, the `gyr_client::GyrClient` and `gyr_server::GyrServer`;
 //! - [`PROTOCOL_VERSION`];
 //! - [`connect`]: channels to a server over a Unix socket or TCP;
+//! - [`events`]: decoding the live event stream;
 //! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
 //!   arrive as text typed by a user).
 //!
@@ -16,6 +17,7 @@
 
 pub mod connect;
 mod convert;
+pub mod events;
 pub use convert::Incoming;
 
 /// The protocol version this crate speaks; bumped on incompatible change.

@@ -1,0 +1,270 @@
+//! The web UI's server: the page and its assets (embedded in the binary), and one WebSocket per
+//! browser. A page gets a snapshot when it connects, then an update every tick; what it sends
+//! (set, call, control, sensor control) is forwarded to the program, and the reply comes back to
+//! that page only. Every page sees every change, because changes reach them through the
+//! programs' state, not through the page that made them.
+
+use crate::Shared;
+use crate::input::request;
+use axum::Router;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use gyr_proto::v1;
+use rust_embed::RustEmbed;
+use serde_json::{Value as Json, json};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::broadcast::error::RecvError;
+
+/// The page: `web/src`.
+#[derive(RustEmbed)]
+#[folder = "../../web/src/"]
+struct Page;
+
+/// uPlot, from the npm package named in `web/package-lock.json`.
+#[derive(RustEmbed)]
+#[folder = "../../web/node_modules/uplot/dist/"]
+#[include = "uPlot.iife.min.js"]
+#[include = "uPlot.min.css"]
+struct Vendor;
+
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset::<Page>("index.html") }))
+        .route(
+            "/vendor/{file}",
+            get(|Path(f): Path<String>| async move { asset::<Vendor>(&f) }),
+        )
+        .route("/api/state", get(state))
+        .route("/ws", get(ws))
+        .route(
+            "/{file}",
+            get(|Path(f): Path<String>| async move { asset::<Page>(&f) }),
+        )
+        .with_state(shared)
+}
+
+fn asset<E: RustEmbed>(path: &str) -> Response {
+    match E::get(path) {
+        Some(f) => (
+            [
+                (header::CONTENT_TYPE, f.metadata.mimetype().to_owned()),
+                (header::CACHE_CONTROL, "no-cache".to_owned()),
+            ],
+            f.data,
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, format!("no such file: {path}")).into_response(),
+    }
+}
+
+async fn state(State(shared): State<Arc<Shared>>) -> Response {
+    let snap = shared.lock().snapshot(Instant::now());
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        snap.to_string(),
+    )
+        .into_response()
+}
+
+async fn ws(upgrade: WebSocketUpgrade, State(shared): State<Arc<Shared>>) -> Response {
+    upgrade.on_upgrade(move |socket| page(socket, shared))
+}
+
+async fn send(socket: &mut WebSocket, j: &Json) -> bool {
+    socket
+        .send(Message::Text(j.to_string().into()))
+        .await
+        .is_ok()
+}
+
+/// One browser page, until it goes away.
+async fn page(mut socket: WebSocket, shared: Arc<Shared>) {
+    let mut updates = shared.updates.subscribe();
+    let snap = shared.lock().snapshot(Instant::now());
+    if !send(&mut socket, &snap).await {
+        return;
+    }
+    loop {
+        tokio::select! {
+            u = updates.recv() => match u {
+                Ok(text) => {
+                    if socket.send(Message::Text(text.as_str().into())).await.is_err() {
+                        return;
+                    }
+                }
+                // The page fell behind: it gets a fresh snapshot instead of a backlog.
+                Err(RecvError::Lagged(_)) => {
+                    let snap = shared.lock().snapshot(Instant::now());
+                    if !send(&mut socket, &snap).await {
+                        return;
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            },
+            m = socket.recv() => match m {
+                Some(Ok(Message::Text(t))) => {
+                    let reply = command(&shared, t.as_str()).await;
+                    if !send(&mut socket, &reply).await {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            },
+        }
+    }
+}
+
+fn text_arg(v: &Json) -> v1::Value {
+    match v {
+        Json::String(s) => v1::Value::text(s.clone()),
+        other => v1::Value::text(other.to_string()),
+    }
+}
+
+/// Runs one command from a page and says how it went: `{t: "reply", id, ok, result | error}`.
+pub(crate) async fn command(shared: &Shared, text: &str) -> Json {
+    let parsed: Result<Json, _> = serde_json::from_str(text);
+    let (id, result) = match parsed {
+        Err(e) => (Json::Null, Err(format!("not a JSON command: {e}"))),
+        Ok(cmd) => {
+            let id = cmd.get("id").cloned().unwrap_or(Json::Null);
+            (id, run(shared, &cmd).await)
+        }
+    };
+    match result {
+        Ok(r) => json!({"t": "reply", "id": id, "ok": true, "result": r}),
+        Err(e) => json!({"t": "reply", "id": id, "ok": false, "error": e}),
+    }
+}
+
+async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
+    let op = cmd["op"].as_str().unwrap_or("");
+    let pid = cmd["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or("the command names no program (pid)")?;
+    let mut c = shared
+        .clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&pid)
+        .cloned()
+        .ok_or_else(|| format!("program {pid} is not attached (it may have exited)"))?;
+    let who = "gyr-web";
+    let s = |e: tonic::Status| e.message().to_owned();
+    match op {
+        "set" => {
+            let path = cmd["path"].as_str().ok_or("set needs a path")?;
+            let value = text_arg(&cmd["value"]);
+            let r = c
+                .set(request(
+                    v1::SetRequest {
+                        writes: vec![v1::PathValue {
+                            path: path.to_owned(),
+                            value: Some(value),
+                        }],
+                    },
+                    who,
+                ))
+                .await
+                .map_err(s)?
+                .into_inner();
+            Ok(r.changes
+                .iter()
+                .map(|ch| {
+                    format!(
+                        "{}: {} -> {}",
+                        ch.path,
+                        ch.old.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+                        ch.new.as_ref().map(|v| v.to_string()).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "))
+        }
+        "call" => {
+            let target = cmd["target"].as_str().ok_or("call needs a target")?;
+            let args = cmd["args"]
+                .as_array()
+                .map(|a| a.iter().map(text_arg).collect())
+                .unwrap_or_default();
+            let r = c
+                .call(request(
+                    v1::CallRequest {
+                        target: target.to_owned(),
+                        args,
+                        timeout_ms: 5000,
+                    },
+                    who,
+                ))
+                .await
+                .map_err(s)?
+                .into_inner();
+            Ok(r.result.map(|v| v.to_string()).unwrap_or_default())
+        }
+        "control" => {
+            use v1::control_request::Action;
+            let action = match cmd["action"].as_str().unwrap_or("") {
+                "pause" => Action::Pause,
+                "resume" => Action::Resume,
+                "step" => Action::Step,
+                "run-until" => Action::RunUntil,
+                other => return Err(format!("unknown control action `{other}`")),
+            };
+            let r = c
+                .control(request(
+                    v1::ControlRequest {
+                        action: action as i32,
+                        steps: cmd["steps"].as_u64().unwrap_or(1),
+                        until: cmd["until"].as_str().unwrap_or("").to_owned(),
+                    },
+                    who,
+                ))
+                .await
+                .map_err(s)?
+                .into_inner();
+            Ok(r.state.map(|s| s.text).unwrap_or_default())
+        }
+        "sensor" => {
+            use v1::sensor_control_request::Scope;
+            let ty = cmd["type"].as_str().unwrap_or("");
+            let mut req = v1::SensorControlRequest {
+                scope: if ty.is_empty() {
+                    Scope::Global
+                } else {
+                    Scope::Type
+                } as i32,
+                name: ty.to_owned(),
+                ..Default::default()
+            };
+            let setting = cmd["setting"].as_str().unwrap_or("");
+            match setting.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["on"] => req.enabled = Some(true),
+                ["off"] => req.enabled = Some(false),
+                ["all"] => req.every_nth = Some(1),
+                ["every", n] => {
+                    req.every_nth = Some(n.parse().map_err(|_| "every needs a whole number")?)
+                }
+                ["rate", r] => req.per_second = Some(r.parse().map_err(|_| "rate needs a number")?),
+                _ => {
+                    return Err(format!(
+                        "`{setting}` is not a sensor setting: on, off, all, every N, rate R"
+                    ));
+                }
+            }
+            c.sensor_control(request(req, who)).await.map_err(s)?;
+            Ok(format!(
+                "{} {setting}",
+                if ty.is_empty() { "all sensors" } else { ty }
+            ))
+        }
+        other => Err(format!(
+            "unknown command `{other}`: set, call, control or sensor"
+        )),
+    }
+}

@@ -1,0 +1,91 @@
+//! The web UI in headless Chromium, as a user drives it: `web/tests/ui.mjs` (playwright-core)
+//! against a hub watching examples/nbody. It checks that the page loads, charts move, a set
+//! changes the program and shows in a second browser, a refused value shows its error and
+//! changes nothing, an actuator runs, pause and resume work; it saves screenshots under
+//! `target/tmp/ui-screenshots/`.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = "GYR_TEST_UI_CHILD";
+
+struct Program(Child);
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_web_ui_watches_and_steers_nbody_in_chromium() {
+    if std::env::var_os(CHILD).is_some() {
+        let rt = gyr::init().expect("start gyr");
+        let sim = gyr_example_nbody::register(48).expect("register nbody");
+        let stop = gyr_example_nbody::stop_flag();
+        gyr_example_nbody::run(&sim, 2, 0, &stop);
+        drop(rt);
+        std::process::exit(0);
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "the browser tests need Chromium at {chromium} (Debian: apt-get install chromium; scripts/test installs it), or CHROMIUM=/path/to/it"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // At the lowest priority, so that the simulation (a debug build here) never starves the
+    // browser of the 2 cores: `nice` execs it, keeping the pid.
+    let program = Program(
+        Command::new("nice")
+            .args(["-n", "19"])
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "the_web_ui_watches_and_steers_nbody_in_chromium",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("GYR_SOCKET_DIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        socket_dir: dir.path().to_owned(),
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !hub
+        .programs()
+        .iter()
+        .any(|(p, alive, n)| *p == program.0.id() && *alive && *n > 0)
+    {
+        assert!(Instant::now() < deadline, "the hub did not attach to nbody");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let out = Command::new("node")
+        .arg(web.join("tests/ui.mjs"))
+        .arg(format!("http://{}/", hub.addr()))
+        .arg(&shots)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("run node (the browser tests need Node.js)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "browser tests failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    for shot in ["overview.png", "refused.png", "paused.png"] {
+        assert!(shots.join(shot).exists(), "no screenshot {shot}");
+    }
+}

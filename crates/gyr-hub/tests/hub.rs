@@ -1,0 +1,259 @@
+//! The hub end to end: it finds a running program by itself, analyses its events, serves them
+//! to pages over WebSocket and HTTP, forwards a page's steering to the program (refusals come
+//! back with the program's reason), and every page sees a change another page made.
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+const CHILD: &str = "GYR_TEST_HUB_CHILD";
+
+#[derive(gyr::Sensor)]
+struct Work {
+    domain: u32,
+    seconds: f64,
+}
+
+/// The watched program: a loop with a steerable gain, a sensor per domain and a synch point.
+fn child_program() -> ! {
+    let rt = gyr::init().expect("start gyr");
+    let gain = gyr::steer::param("gain", 1.0f64)
+        .range(0.0, 10.0)
+        .register()
+        .expect("register gain");
+    for i in 0u64.. {
+        let g = gain.get();
+        gyr::emit!(Work {
+            domain: (i % 4) as u32,
+            seconds: g * (1 + i % 4) as f64,
+        });
+        gyr::steer::sync_point("step");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    drop(rt);
+    std::process::exit(0);
+}
+
+struct Program(Child);
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        match ws.next().await.expect("the hub closed the socket").unwrap() {
+            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            _ => continue,
+        }
+    }
+}
+
+/// Sends a command and returns its reply (updates arriving meanwhile are skipped).
+async fn command(ws: &mut Ws, cmd: Value) -> Value {
+    ws.send(Message::Text(cmd.to_string().into()))
+        .await
+        .unwrap();
+    loop {
+        let m = next_json(ws).await;
+        if m["t"] == "reply" {
+            return m;
+        }
+    }
+}
+
+/// Waits for an update in which `pid`'s attribute `path` shows `value`.
+async fn sees(ws: &mut Ws, pid: u32, path: &str, value: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let m = next_json(ws).await;
+        let Some(procs) = m["processes"].as_array() else {
+            continue;
+        };
+        for p in procs.iter().filter(|p| p["pid"] == pid) {
+            for o in p["objects"]["objects"].as_array().into_iter().flatten() {
+                for a in o["attributes"].as_array().into_iter().flatten() {
+                    if a["path"] == path && a["value"] == value {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    panic!("no page update showed {path} = {value}");
+}
+
+#[test]
+fn the_hub_watches_and_steers_a_running_program() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_hub_watches_and_steers_a_running_program",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("GYR_SOCKET_DIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let program = Program(child);
+    let pid = program.0.id();
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        socket_dir: dir.path().to_owned(),
+    })
+    .unwrap();
+    // Found without being told, and its events arrive.
+    wait_for("the hub to receive events", || {
+        hub.programs()
+            .into_iter()
+            .find(|(p, alive, received)| *p == pid && *alive && *received > 100)
+    });
+    // The analyses: a decimated series, statistics and per-domain groups.
+    let snap = wait_for("series in the snapshot", || {
+        let s = hub.snapshot();
+        s["points"]
+            .get(format!("{pid}/work/seconds"))
+            .is_some_and(|p| p.as_array().is_some_and(|a| !a.is_empty()))
+            .then_some(s)
+    });
+    assert_eq!(snap["t"], "snapshot");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let url = format!("ws://{}/ws", hub.addr());
+        let (mut a, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        let (mut b, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        assert_eq!(next_json(&mut a).await["t"], "snapshot");
+        assert_eq!(next_json(&mut b).await["t"], "snapshot");
+        // An update carries statistics and the per-domain groups.
+        let upd = loop {
+            let m = next_json(&mut a).await;
+            if m["t"] == "update" && m["groups"].get(format!("{pid}/work/domain")).is_some() {
+                break m;
+            }
+        };
+        let groups = &upd["groups"][format!("{pid}/work/domain")];
+        assert_eq!(groups.as_object().unwrap().len(), 4, "{groups}");
+        assert!(
+            upd["stats"][format!("{pid}/work/seconds")]["n"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+
+        // Page a steers; page b sees it.
+        let r = command(
+            &mut a,
+            json!({"op": "set", "id": 1, "pid": pid, "path": "gain", "value": "2.5"}),
+        )
+        .await;
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["id"], 1);
+        sees(&mut b, pid, "gain", "2.5").await;
+        // A refused write says why and changes nothing.
+        let r = command(
+            &mut a,
+            json!({"op": "set", "id": 2, "pid": pid, "path": "gain", "value": "99"}),
+        )
+        .await;
+        assert_eq!(r["ok"], false);
+        assert!(r["error"].as_str().unwrap().contains("out of range"), "{r}");
+        // Pause and resume through the hub.
+        let r = command(
+            &mut a,
+            json!({"op": "control", "id": 3, "pid": pid, "action": "pause"}),
+        )
+        .await;
+        assert_eq!(r["ok"], true, "{r}");
+        let r = command(
+            &mut a,
+            json!({"op": "control", "id": 4, "pid": pid, "action": "resume"}),
+        )
+        .await;
+        assert_eq!(r["ok"], true, "{r}");
+        // Bad commands are refused with a reason, not dropped.
+        let r = command(&mut a, json!({"op": "warp", "id": 5, "pid": pid})).await;
+        assert!(
+            r["error"].as_str().unwrap().contains("unknown command"),
+            "{r}"
+        );
+        let r = command(&mut a, json!({"op": "set", "id": 6, "pid": 1})).await;
+        assert!(r["error"].as_str().unwrap().contains("not attached"), "{r}");
+        ws_text(&mut a, "{not json").await;
+    });
+    assert!(
+        gyr::steer::get("gain").is_err(),
+        "the test process has no objects of its own"
+    );
+    let steered = hub.snapshot()["log"].as_array().unwrap().iter().any(|e| {
+        e["who"].as_str().unwrap_or("").starts_with("gyr-web")
+            && e["action"].as_str().unwrap_or("").contains("gain")
+    });
+    assert!(steered, "the steering log names the web client");
+    // The page and its assets are served from the binary.
+    for (path, needle) in [
+        ("/", "<title>gyr</title>"),
+        ("/app.js", "WebSocket"),
+        ("/vendor/uPlot.iife.min.js", "uPlot"),
+    ] {
+        let body = http_get(hub.addr(), path);
+        assert!(
+            body.contains(needle),
+            "{path}: {}",
+            &body[..body.len().min(300)]
+        );
+    }
+    assert!(http_get(hub.addr(), "/nothing-here").contains("404"));
+}
+
+async fn ws_text(ws: &mut Ws, text: &str) {
+    ws.send(Message::Text(text.to_owned().into()))
+        .await
+        .unwrap();
+    loop {
+        let m = next_json(ws).await;
+        if m["t"] == "reply" {
+            assert!(
+                m["error"].as_str().unwrap().contains("not a JSON command"),
+                "{m}"
+            );
+            return;
+        }
+    }
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}

@@ -1,0 +1,94 @@
+//! Decoding the live event stream (`Subscribe`): each batch may introduce schemas and thread
+//! names that later batches rely on, so a decoder keeps them. Used by every client that shows
+//! events: the CLI, steering scripts, the hub.
+
+use crate::v1;
+use gyr_core::record::Records;
+use gyr_core::value::decode;
+use gyr_core::{Field, FieldType, Schema, Value};
+use std::collections::HashMap;
+
+/// One decoded event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Nanoseconds since the program's clock started.
+    pub t_ns: u64,
+    /// The thread that emitted it.
+    pub thread: u64,
+    /// That thread's name, if it has one.
+    pub thread_name: String,
+    /// The event type.
+    pub type_name: String,
+    /// Field names and values, in schema order.
+    pub fields: Vec<(String, Value)>,
+}
+
+/// What one batch of the stream held.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    /// Events this client was not sent because it fell behind.
+    pub lost: u64,
+    /// The events, in stream order.
+    pub events: Vec<Event>,
+}
+
+/// Decodes the live stream, remembering the schemas and thread names it introduces.
+#[derive(Debug, Default)]
+pub struct EventDecoder {
+    schemas: HashMap<u32, Schema>,
+    names: HashMap<u64, String>,
+}
+
+impl EventDecoder {
+    /// Decodes one batch. Records of a type whose schema never arrived are skipped.
+    pub fn batch(&mut self, batch: v1::EventBatch) -> Batch {
+        for s in batch.schemas {
+            let fields = s
+                .fields
+                .iter()
+                .map(|f| {
+                    Field::new(
+                        f.name.clone(),
+                        FieldType::parse(&f.r#type).unwrap_or(FieldType::Bytes),
+                    )
+                })
+                .collect();
+            if let Ok(schema) = Schema::new(s.id, s.name, fields) {
+                self.schemas.insert(schema.id, schema);
+            }
+        }
+        for th in batch.threads {
+            self.names.insert(th.id, th.name);
+        }
+        let mut events = Vec::new();
+        for block in batch.blocks {
+            for r in Records::new(block.thread, &block.records).flatten() {
+                let Some(s) = self.schemas.get(&r.header.type_id) else {
+                    continue;
+                };
+                let values = decode(s, r.payload).unwrap_or_default();
+                events.push(Event {
+                    t_ns: r.header.timestamp,
+                    thread: block.thread,
+                    thread_name: self.names.get(&block.thread).cloned().unwrap_or_default(),
+                    type_name: s.name.clone(),
+                    fields: s
+                        .fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .zip(values)
+                        .collect(),
+                });
+            }
+        }
+        Batch {
+            lost: batch.lost,
+            events,
+        }
+    }
+
+    /// The schemas seen so far.
+    pub fn schemas(&self) -> impl Iterator<Item = &Schema> {
+        self.schemas.values()
+    }
+}
