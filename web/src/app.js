@@ -117,7 +117,9 @@ function renderPrograms() {
 }
 
 function renderHeader(p) {
-  $('title').textContent = `${p.command.split(' ')[0].split('/').pop()} · pid ${p.pid}`;
+  // The program's own name for itself: its first steering object, else its binary.
+  const name = p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
+  $('title').textContent = `${name} · pid ${p.pid}`;
   const st = $('state');
   st.textContent = p.alive ? (p.state || 'running') : 'exited';
   st.className = `badge${p.paused ? ' paused' : ''}${p.alive ? '' : ' gone'}`;
@@ -269,6 +271,17 @@ function renderObjects(p) {
         const cell = el('td');
         if (a.read_only) {
           cell.append(el('span', { class: 'ro num', 'data-path': a.path }, a.value));
+        } else if (a.type === 'bool') {
+          const box = el('input', { type: 'checkbox', 'data-path': a.path, 'aria-label': a.path });
+          box.checked = a.value === 'true';
+          const msg = el('span', { class: 'err-msg', 'data-msg': a.path });
+          box.addEventListener('change', async () => {
+            const r = await send({ op: 'set', path: a.path, value: String(box.checked) });
+            msg.className = r.ok ? 'ok-msg' : 'err-msg';
+            msg.textContent = r.ok ? ' ✓' : ` ${r.error}`;
+            if (!r.ok) box.checked = !box.checked;
+          });
+          cell.append(box, msg);
         } else {
           const input = el('input', { class: 'attr-input', 'data-path': a.path, value: a.value, title: a.description || a.path });
           const msg = el('div', { class: 'err-msg', 'data-msg': a.path });
@@ -287,7 +300,8 @@ function renderObjects(p) {
   for (const obj of o.objects) for (const a of obj.attributes) {
     const node = box.querySelector(`[data-path="${CSS.escape(a.path)}"]`);
     if (!node) continue;
-    if (node.tagName === 'INPUT') { if (document.activeElement !== node && !node.classList.contains('err')) node.value = a.value; }
+    if (node.type === 'checkbox') node.checked = a.value === 'true';
+    else if (node.tagName === 'INPUT') { if (document.activeElement !== node && !node.classList.contains('err')) node.value = a.value; }
     else node.textContent = a.value;
   }
 }

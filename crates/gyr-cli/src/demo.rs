@@ -1,262 +1,286 @@
-//! `gyr demo`: the heat-diffusion example, monitored live.
+//! `gyr demo`: the main job. It starts the hub with its web UI and two steerable programs
+//! (examples/md, deliberately imbalanced, and examples/nbody), prints the URL, and runs until
+//! Ctrl-C. `--headless` runs the molecular-dynamics part without a browser: imbalanced first,
+//! then with the balancing policy switched on as a client would, and prints what it measured.
 //!
-//! The solver runs on its domain threads; gyr's local monitor drains their sensors into the
-//! trace file and into a callback sink that keeps the live summary this command prints.
+//! The programs run as child processes of `gyr` itself (`gyr demo-program md|nbody`), so
+//! that they are real separate processes the hub attaches to, as it would to the user's own.
 
 use crate::Failure;
-use anyhow::Context;
-use clap::Args;
-use gyr::gyr_core::record::Records;
-use gyr::gyr_core::value::decode;
-use gyr::gyr_core::{Schema, Value};
-use gyr::{Builder, CallbackSink, StreamItem};
-use gyr_example_heat::{Config, Progress};
-use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
-use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use crate::demo_heat::HeatArgs;
+use clap::{Args, Subcommand};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 /// Arguments of `gyr demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Cells per side of the plate.
-    #[arg(long, default_value_t = 512)]
-    size: usize,
-    /// Domains (threads) the plate is split into.
-    #[arg(long, default_value_t = 4)]
-    domains: usize,
-    /// Most solver steps.
-    #[arg(long, default_value_t = 20_000)]
-    steps: u64,
-    /// Where to write the trace.
-    #[arg(long, default_value = "gyr-demo.gyr")]
-    trace: PathBuf,
-    /// Trace every row sweep (by default one in 4, set through sensor control, keeps the
-    /// trace near 300 MB).
+    #[command(subcommand)]
+    other: Option<OtherDemo>,
+    /// Run without the browser: md imbalanced, then balanced by its policy; print the result.
     #[arg(long)]
-    all_rows: bool,
+    headless: bool,
+    /// How long the headless run lasts, in seconds (about half before the policy acts).
+    #[arg(long, default_value_t = 30)]
+    duration: u64,
+    /// With --headless: end with one JSON object as the last line.
+    #[arg(long)]
+    json: bool,
+    /// Where the web UI listens.
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Particles in the molecular-dynamics program.
+    #[arg(long, default_value_t = gyr_example_md::DEFAULT_PARTICLES)]
+    particles: usize,
 }
 
-#[derive(Default)]
-struct Live {
-    schemas: HashMap<u32, Schema>,
-    records: u64,
-    lost: u64,
-    /// Compute seconds per domain since the last display.
-    work: Vec<f64>,
-    /// Halo-wait seconds per domain since the last display.
-    wait: Vec<f64>,
+/// Other demos.
+#[derive(Debug, Subcommand)]
+enum OtherDemo {
+    /// The heat-diffusion example with a live summary in the terminal, writing a trace.
+    Heat(HeatArgs),
 }
 
-impl Live {
-    fn absorb(&mut self, item: StreamItem<'_>) {
-        match item {
-            StreamItem::Schema(s) => {
-                self.schemas.insert(s.id, s.clone());
-            }
-            StreamItem::Records { thread, bytes } => {
-                for r in Records::new(thread, bytes).flatten() {
-                    self.records += 1;
-                    let Some(s) = self.schemas.get(&r.header.type_id) else {
-                        continue;
-                    };
-                    let field =
-                        |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
-                    match s.name.as_str() {
-                        "work_load" | "halo_wait" => {
-                            let Ok(v) = decode(s, r.payload) else {
-                                continue;
-                            };
-                            let d = field(&v, 0) as usize;
-                            let secs = field(&v, if s.name == "work_load" { 3 } else { 2 });
-                            let slot = if s.name == "work_load" {
-                                &mut self.work
-                            } else {
-                                &mut self.wait
-                            };
-                            if slot.len() <= d {
-                                slot.resize(d + 1, 0.0);
-                            }
-                            slot[d] += secs;
-                        }
-                        "gyr.lost" => {
-                            if let Ok(v) = decode(s, r.payload) {
-                                self.lost += field(&v, 1) as u64;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
+/// Which program `gyr demo-program` runs.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum DemoProgram {
+    /// examples/md until killed, or for --steps-before/--steps-after in headless form.
+    Md,
+    /// examples/nbody until killed.
+    Nbody,
+}
+
+/// Arguments of the hidden `gyr demo-program`.
+#[derive(Debug, Args)]
+pub(crate) struct ProgramArgs {
+    program: DemoProgram,
+    #[arg(long, default_value_t = gyr_example_md::DEFAULT_PARTICLES)]
+    particles: usize,
+    /// Headless md: steps before the policy is switched on.
+    #[arg(long, default_value_t = 0)]
+    steps_before: u64,
+    /// Headless md: steps after.
+    #[arg(long, default_value_t = 0)]
+    steps_after: u64,
+}
+
+/// A child program, killed when dropped.
+struct Program(Child);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
-fn bar(fraction: f64, width: usize) -> String {
-    let filled = ((fraction.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
-    format!("{}{}", "█".repeat(filled), "·".repeat(width - filled))
+fn spawn(
+    args: &[String],
+    socket_dir: Option<&std::path::Path>,
+    nice: bool,
+) -> Result<Program, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::from(anyhow::anyhow!("cannot find the gyr binary: {e}")))?;
+    // nbody runs at the lowest priority: it shares the machine with md, whose balancing the
+    // demo is about, and must not take md's cores.
+    let mut cmd = if nice {
+        let mut c = Command::new("nice");
+        c.args(["-n", "19"]).arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    cmd.arg("demo-program").args(args).stdin(Stdio::null());
+    if let Some(d) = socket_dir {
+        cmd.env("GYR_SOCKET_DIR", d);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.spawn()
+        .map(Program)
+        .map_err(|e| Failure::from(anyhow::anyhow!("cannot start a demo program: {e}")))
 }
 
-pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
-    if args.size < 16 || args.domains == 0 || args.domains > args.size / 4 {
+fn start_hub(listen: SocketAddr, socket_dir: std::path::PathBuf) -> Result<gyr_hub::Hub, Failure> {
+    gyr_hub::Hub::start(gyr_hub::HubConfig { listen, socket_dir }).map_err(|e| match e {
+        gyr_hub::HubError::Runtime(_) => Failure::from(anyhow::Error::from(e)),
+        _ => Failure::input(e),
+    })
+}
+
+pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
+    if let Some(OtherDemo::Heat(h)) = a.other {
+        return crate::demo_heat::run(h);
+    }
+    if a.particles < 100 {
         return Err(Failure::input(anyhow::anyhow!(
-            "--size {} with --domains {}: give a plate of at least 16 cells and at most one domain per 4 rows",
-            args.size,
-            args.domains
+            "--particles {}: give at least 100",
+            a.particles
         )));
     }
-    let live = Arc::new(Mutex::new(Live::default()));
-    let l2 = live.clone();
-    let sink =
-        CallbackSink::new(move |item| l2.lock().unwrap_or_else(|e| e.into_inner()).absorb(item));
-    let rt = Builder::new()
-        .with_default_env()
-        .trace_file(&args.trace)
-        .sink(sink)
-        .start()
-        .map_err(|e| Failure::input(anyhow::Error::from(e).context("cannot start gyr")))?;
-    if !args.all_rows {
-        gyr::control::set_rate(
-            &gyr::control::Target::Type("row_sweep".into()),
-            gyr::control::Rate::EveryNth(4),
-        )
-        .map_err(|e| Failure::from(anyhow::Error::from(e)))?;
+    if a.headless {
+        return headless(&a);
     }
-    let config = Config {
-        size: args.size,
-        domains: args.domains,
-        steps: args.steps,
-        ..Config::default()
-    };
-    let progress = Arc::new(Progress::default());
-    let p2 = progress.clone();
-    let c2 = config.clone();
-    let solver = std::thread::Builder::new()
-        .name("solver".into())
-        .spawn(move || gyr_example_heat::run(&c2, &p2))
-        .context("starting the solver")?;
-    let tty = std::io::stdout().is_terminal();
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "gyr demo: heat diffusion on a {0}x{0} plate, {1} domain threads, up to {2} steps -> {3}",
-        args.size,
-        args.domains,
-        args.steps,
-        args.trace.display()
+    let hub = start_hub(a.listen, gyr::server::discovery::socket_dir())?;
+    let _md = spawn(
+        &["md".into(), "--particles".into(), a.particles.to_string()],
+        None,
+        false,
     )?;
-    writeln!(
-        out,
-        "(stop early with Ctrl-C: the trace stays readable up to the last 100 ms)"
+    let _nbody = spawn(&["nbody".into()], None, true)?;
+    println!("gyr demo: open http://{} in a browser", hub.addr());
+    println!(
+        "  md (molecular dynamics) starts imbalanced: most particles sit in the first of its 4 domains (see Load balance)."
+    );
+    println!(
+        "  Steer it: set md.auto_balance to true (the in-process policy balances it), press md.balance, or edit md.boundaries;"
+    );
+    println!("  then watch step_time.ms fall. nbody runs beside it. Ctrl-C stops everything.");
+    let (tx, rx) = std::sync::mpsc::channel();
+    crate::hub_cmd::on_ctrl_c(tx);
+    let _ = rx.recv();
+    println!("gyr demo: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn headless(a: &DemoArgs) -> Result<ExitCode, Failure> {
+    if a.duration < 4 {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--duration {}: give at least 4 seconds",
+            a.duration
+        )));
+    }
+    // Steps from the duration, at the step times this demo shows on 2 cores (about 13 ms
+    // imbalanced, 8 ms balanced with 60 000 particles), scaled with the particle count.
+    let scale = a.particles as f64 / gyr_example_md::DEFAULT_PARTICLES as f64;
+    let half_ms = a.duration as f64 * 500.0;
+    let steps_before = ((half_ms / (13.0 * scale)) as u64).clamp(50, 4000);
+    let steps_after = ((half_ms / (8.0 * scale)) as u64).clamp(60, 5000);
+    let dir = tempfile::tempdir()
+        .map_err(|e| Failure::from(anyhow::anyhow!("cannot make a temporary directory: {e}")))?;
+    let hub = start_hub(
+        "127.0.0.1:0".parse().expect("an address"),
+        dir.path().to_owned(),
     )?;
-    let start = Instant::now();
-    let mut last = (Instant::now(), 0u64);
-    let mut drawn = 0usize;
-    let mut last_load: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
-    let interval = if tty {
-        Duration::from_millis(250)
-    } else {
-        Duration::from_secs(1)
-    };
-    loop {
-        let finished = solver.is_finished();
-        std::thread::sleep(if finished { Duration::ZERO } else { interval });
-        let (records, lost, mut work, mut wait) = {
-            let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                l.records,
-                l.lost,
-                std::mem::take(&mut l.work),
-                std::mem::take(&mut l.wait),
-            )
-        };
-        let now = Instant::now();
-        // The last frame shows the average over the run; the others, the rate since the last frame.
-        let rate = if finished {
-            records as f64 / start.elapsed().as_secs_f64().max(1e-9)
-        } else {
-            (records - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-9)
-        };
-        last = (now, records);
-        let mut lines = vec![
-            format!(
-                "t {:>6.1} s   step {:>7} of {}   residual {:>9.3e}",
-                start.elapsed().as_secs_f64(),
-                progress.step.load(Ordering::Relaxed),
-                args.steps,
-                progress.residual(),
-            ),
-            format!(
-                "events {:>7.2} M/s{}   recorded {:>10}   lost {}",
-                rate / 1e6,
-                if finished { " on average" } else { "" },
-                records,
-                lost,
-            ),
-        ];
-        // The last frame may come after the domains' last events: show the frame before's load.
-        if work.is_empty() {
-            (work, wait) = last_load.clone();
-        }
-        last_load = (work.clone(), wait.clone());
-        // Load balance: each domain's compute time against the busiest domain's.
-        let busiest = work.iter().copied().fold(0.0, f64::max);
-        for (d, w) in work.iter().enumerate() {
-            let h = wait.get(d).copied().unwrap_or(0.0);
-            lines.push(format!(
-                "  domain-{d:<2} compute {} {:>7.1} ms  halo wait {:>6.1} ms",
-                bar(w / busiest.max(1e-12), 30),
-                w * 1e3,
-                h * 1e3
-            ));
-        }
-        if tty && drawn > 0 {
-            write!(out, "\x1b[{drawn}A")?;
-        }
-        for line in &lines {
-            if tty {
-                writeln!(out, "\x1b[2K{line}")?;
-            } else {
-                writeln!(out, "{line}")?;
-            }
-        }
-        // Clear what is left of a taller previous frame.
-        if tty {
-            for _ in lines.len()..drawn {
-                writeln!(out, "\x1b[2K")?;
-            }
-        }
-        drawn = lines.len().max(drawn);
-        out.flush()?;
-        if finished {
-            break;
+    let mut md = spawn(
+        &[
+            "md".into(),
+            "--particles".into(),
+            a.particles.to_string(),
+            "--steps-before".into(),
+            steps_before.to_string(),
+            "--steps-after".into(),
+            steps_after.to_string(),
+        ],
+        Some(dir.path()),
+        false,
+    )?;
+    let pid = md.0.id();
+    let started = Instant::now();
+    if !a.json {
+        println!(
+            "gyr demo --headless: md (pid {pid}, {} particles) {steps_before} steps imbalanced, then {steps_after} with the balancing policy on; the hub at http://{} watches",
+            a.particles,
+            hub.addr()
+        );
+    }
+    let out = md.0.stdout.take().expect("piped");
+    let mut report = None;
+    for line in BufReader::new(out).lines().map_while(Result::ok) {
+        if let Some(j) = line.strip_prefix("report ") {
+            report = serde_json::from_str::<serde_json::Value>(j).ok();
         }
     }
-    let outcome = solver
-        .join()
-        .map_err(|_| anyhow::anyhow!("the solver panicked"))?;
-    let summary = rt.shutdown();
-    writeln!(
-        out,
-        "done: {} steps, residual {:.3e}, mean temperature {:.3}",
-        outcome.steps, outcome.residual, outcome.mean_temperature
-    )?;
-    writeln!(
-        out,
-        "gyr: {} records, {} lost, {} skipped by rate limits; trace in {}",
-        summary.records,
-        summary.lost,
-        summary.filtered,
-        args.trace.display()
-    )?;
-    writeln!(
-        out,
-        "next: gyr trace stats {0}   |   gyr trace dump {0} --type residual --limit 20",
-        args.trace.display()
-    )?;
+    let status =
+        md.0.wait()
+            .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+    let Some(report) = report.filter(|_| status.success()) else {
+        return Err(Failure::from(anyhow::anyhow!(
+            "the md program failed ({status}); its messages are above"
+        )));
+    };
+    // Let the hub take in the last batches.
+    std::thread::sleep(Duration::from_millis(600));
+    let received = hub
+        .programs()
+        .iter()
+        .find(|(p, _, _)| *p == pid)
+        .map(|(_, _, n)| *n)
+        .unwrap_or(0);
+    let missed = hub.snapshot()["processes"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["pid"] == pid))
+        .and_then(|p| p["missed"].as_u64())
+        .unwrap_or(0);
+    let lost = report["lost"].as_u64().unwrap_or(0) + missed;
+    let before = report["step_ms_before"].as_f64().unwrap_or(f64::NAN);
+    let after = report["step_ms_after"].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "  imbalanced: {before:.2} ms a step (imbalance {:.2}); balanced from step {}: {after:.2} ms a step (imbalance {:.2}), {:.0} % less",
+        report["imbalance_before"].as_f64().unwrap_or(0.0),
+        report["balanced_at"].as_u64().unwrap_or(0),
+        report["imbalance_after"].as_f64().unwrap_or(0.0),
+        (1.0 - after / before) * 100.0
+    );
+    println!(
+        "  {} steps in {:.1} s; the hub received {received} events, {lost} lost",
+        report["steps"],
+        started.elapsed().as_secs_f64()
+    );
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "steps": report["steps"],
+                "step_ms_before": before,
+                "step_ms_after": after,
+                "events_received": received,
+                "lost": lost,
+            })
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gyr demo-program`: one of the demo's programs, in this process.
+pub(crate) fn program(a: ProgramArgs) -> Result<ExitCode, Failure> {
+    let rt = gyr::init().map_err(|e| Failure::from(anyhow::anyhow!("cannot start gyr: {e}")))?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    match a.program {
+        DemoProgram::Nbody => {
+            let sim = gyr_example_nbody::register(256)
+                .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+            gyr_example_nbody::run(&sim, 2, 0, &stop);
+        }
+        DemoProgram::Md if a.steps_before > 0 => {
+            let config = gyr_example_md::Config::new(a.particles, gyr_example_md::DEFAULT_DOMAINS);
+            let r = gyr_example_md::run_headless(&config, a.steps_before, a.steps_after)
+                .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+            let summary = rt.shutdown();
+            println!(
+                "report {}",
+                serde_json::json!({
+                    "steps": r.steps,
+                    "step_ms_before": r.step_ms_before,
+                    "step_ms_after": r.step_ms_after,
+                    "imbalance_before": r.imbalance_before,
+                    "imbalance_after": r.imbalance_after,
+                    "balanced_at": r.balanced_at,
+                    "lost": summary.lost,
+                })
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        DemoProgram::Md => {
+            let config = gyr_example_md::Config::new(a.particles, gyr_example_md::DEFAULT_DOMAINS);
+            let sim = gyr_example_md::register(&config)
+                .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+            let _policy = gyr_example_md::install_policy()
+                .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+            gyr_example_md::run(&sim, 0, &stop);
+        }
+    }
+    drop(rt);
     Ok(ExitCode::SUCCESS)
 }

@@ -27,14 +27,14 @@ pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
         hub.addr()
     );
     let (tx, rx) = std::sync::mpsc::channel();
-    ctrlc_wait(tx);
+    on_ctrl_c(tx);
     let _ = rx.recv();
     println!("gyr hub: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
-/// Blocks SIGINT and SIGTERM here and waits for one on a thread: the hub then stops cleanly.
-fn ctrlc_wait(tx: std::sync::mpsc::Sender<()>) {
+/// Waits for Ctrl-C on a thread and then sends on `tx`, so that the caller stops cleanly.
+pub(crate) fn on_ctrl_c(tx: std::sync::mpsc::Sender<()>) {
     std::thread::spawn(move || {
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()

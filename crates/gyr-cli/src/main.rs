@@ -7,6 +7,7 @@
 mod attach;
 mod client;
 mod demo;
+mod demo_heat;
 mod hub_cmd;
 mod script;
 mod show;
@@ -30,8 +31,13 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the instrumented heat-diffusion example with a live summary, writing a trace.
+    /// The main demo: the hub's web UI over a steerable molecular-dynamics program (started
+    /// imbalanced) and an N-body program; `--headless --json` measures it without a browser;
+    /// `gyr demo heat` is the terminal demo.
     Demo(demo::DemoArgs),
+    /// One of the demo's programs (started by `gyr demo`).
+    #[command(hide = true)]
+    DemoProgram(demo::ProgramArgs),
     /// Run the central monitor: a web UI over every gyr program of this user.
     Hub(hub_cmd::HubArgs),
     /// Inspect trace files.
@@ -197,6 +203,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
         Command::Demo(a) => demo::run(a),
+        Command::DemoProgram(a) => demo::program(a),
         Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),

@@ -23,6 +23,7 @@ fn demo_trace(dir: &Path) -> PathBuf {
     let path = dir.join("demo.gyr");
     let o = gyr(&[
         "demo",
+        "heat",
         "--size",
         "32",
         "--domains",
@@ -184,6 +185,7 @@ fn a_writer_killed_mid_run_leaves_a_readable_trace() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gyr"))
         .args([
             "demo",
+            "heat",
             "--size",
             "256",
             "--steps",
@@ -256,8 +258,35 @@ fn spec_files_are_checked_with_clear_errors() {
 
 #[test]
 fn bad_demo_arguments_are_refused() {
-    let o = gyr(&["demo", "--size", "8"]);
+    let o = gyr(&["demo", "heat", "--size", "8"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("--size 8"), "{err}");
+}
+
+#[test]
+fn the_headless_demo_measures_md_before_and_after_balancing() {
+    let o = gyr(&[
+        "demo",
+        "--headless",
+        "--duration",
+        "4",
+        "--particles",
+        "2000",
+        "--json",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "headless demo failed: {out}{err}");
+    let last = out.lines().last().unwrap_or_default();
+    let j: serde_json::Value = serde_json::from_str(last).expect("JSON as the last line");
+    assert!(j["steps"].as_u64().unwrap() > 100, "{j}");
+    assert!(j["step_ms_before"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j["step_ms_after"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(
+        j["events_received"].as_u64().unwrap() > 0,
+        "the hub saw the program: {j}"
+    );
+    assert_eq!(j["lost"], 0, "{j}");
+    let o = gyr(&["demo", "--headless", "--duration", "1"]);
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -37,10 +37,15 @@ pub(crate) async fn discover(shared: Arc<Shared>, dir: PathBuf) {
             let new = {
                 let mut m = shared.lock();
                 match m.processes.get(&a.pid) {
-                    Some(p) if p.alive => false,
+                    // Attached, or gone while its announcement is still being removed: a
+                    // program is attached once, and keeps its history after it exits.
+                    Some(p) if p.alive || p.started_unix_ns == a.started_unix_ns => false,
+                    // New, or a new program that reuses an old pid.
                     _ => {
-                        m.processes
-                            .insert(a.pid, Process::new(a.pid, a.command_line.clone()));
+                        m.processes.insert(
+                            a.pid,
+                            Process::new(a.pid, a.command_line.clone(), a.started_unix_ns),
+                        );
                         true
                     }
                 }

@@ -146,6 +146,8 @@ impl TypeCount {
 pub(crate) struct Process {
     pub(crate) pid: u32,
     pub(crate) command_line: Vec<String>,
+    /// When it started (from its announcement): tells a new program from an old one's pid.
+    pub(crate) started_unix_ns: u64,
     pub(crate) alive: bool,
     pub(crate) status: Option<v1::StatusReply>,
     pub(crate) objects: Option<v1::ListObjectsReply>,
@@ -190,10 +192,11 @@ pub(crate) fn series_id(pid: u32, type_name: &str, field: &str) -> String {
 }
 
 impl Process {
-    pub(crate) fn new(pid: u32, command_line: Vec<String>) -> Self {
+    pub(crate) fn new(pid: u32, command_line: Vec<String>, started_unix_ns: u64) -> Self {
         Process {
             pid,
             command_line,
+            started_unix_ns,
             alive: true,
             status: None,
             objects: None,
@@ -498,7 +501,7 @@ mod tests {
 
     #[test]
     fn series_are_decimated_to_one_mean_per_bucket() {
-        let mut p = Process::new(7, vec![]);
+        let mut p = Process::new(7, vec![], 0);
         // 1000 events in 0.1 s: five buckets of 20 ms.
         for i in 0..1000u64 {
             p.ingest(&event(
@@ -523,7 +526,7 @@ mod tests {
 
     #[test]
     fn small_integer_fields_become_groups_and_large_ones_do_not() {
-        let mut p = Process::new(7, vec![]);
+        let mut p = Process::new(7, vec![], 0);
         for i in 0..200u64 {
             p.ingest(&event(
                 i,
