@@ -8,18 +8,7 @@ use std::fmt::Write;
 
 /// An attribute or parameter type as users write it.
 pub(crate) fn attr_type(t: i32) -> &'static str {
-    match v1::AttrType::try_from(t).unwrap_or(v1::AttrType::Unspecified) {
-        v1::AttrType::Int => "int",
-        v1::AttrType::Uint => "uint",
-        v1::AttrType::Float => "float",
-        v1::AttrType::Bool => "bool",
-        v1::AttrType::Str => "string",
-        v1::AttrType::IntList => "[int]",
-        v1::AttrType::UintList => "[uint]",
-        v1::AttrType::FloatList => "[float]",
-        v1::AttrType::BoolList => "[bool]",
-        v1::AttrType::Unspecified => "?",
-    }
+    v1::AttrType::user_name(t)
 }
 
 /// A value, or nothing.

@@ -289,6 +289,22 @@ impl Process {
         self.fresh_log.push(j);
     }
 
+    /// Windowed statistics of every series and the latest values per group, by series id.
+    fn analyses(
+        &self,
+        stats: &mut serde_json::Map<String, Json>,
+        groups: &mut serde_json::Map<String, Json>,
+    ) {
+        for ((ty, f), s) in &self.series {
+            if let Some(st) = s.stats() {
+                stats.insert(series_id(self.pid, ty, f), st);
+            }
+        }
+        for ((ty, g), by) in &self.groups {
+            groups.insert(series_id(self.pid, ty, g), json!(by));
+        }
+    }
+
     /// The process as the UI shows it (without series).
     fn summary(&mut self, now: Instant) -> Json {
         let rates: serde_json::Map<String, Json> = self
@@ -323,18 +339,7 @@ impl Process {
 }
 
 fn attr_type(t: i32) -> &'static str {
-    match v1::AttrType::try_from(t).unwrap_or(v1::AttrType::Unspecified) {
-        v1::AttrType::Int => "int",
-        v1::AttrType::Uint => "uint",
-        v1::AttrType::Float => "float",
-        v1::AttrType::Bool => "bool",
-        v1::AttrType::Str => "string",
-        v1::AttrType::IntList => "[int]",
-        v1::AttrType::UintList => "[uint]",
-        v1::AttrType::FloatList => "[float]",
-        v1::AttrType::BoolList => "[bool]",
-        v1::AttrType::Unspecified => "?",
-    }
+    v1::AttrType::user_name(t)
 }
 
 fn text(v: &Option<v1::Value>) -> String {
@@ -419,18 +424,12 @@ impl Model {
         for p in self.processes.values_mut() {
             processes.push(p.summary(now));
             for ((ty, f), s) in &mut p.series {
-                let id = series_id(p.pid, ty, f);
                 let fresh = s.take_fresh();
                 if !fresh.is_empty() {
-                    points.insert(id.clone(), json!(fresh));
-                }
-                if let Some(st) = s.stats() {
-                    stats.insert(id, st);
+                    points.insert(series_id(p.pid, ty, f), json!(fresh));
                 }
             }
-            for ((ty, g), by) in &p.groups {
-                groups.insert(series_id(p.pid, ty, g), json!(by));
-            }
+            p.analyses(&mut stats, &mut groups);
             log.append(&mut p.fresh_log);
             alerts.append(&mut p.fresh_alerts);
         }
@@ -456,15 +455,12 @@ impl Model {
         for p in self.processes.values_mut() {
             processes.push(p.summary(now));
             for ((ty, f), s) in &p.series {
-                let id = series_id(p.pid, ty, f);
-                points.insert(id.clone(), json!(s.points.iter().collect::<Vec<_>>()));
-                if let Some(st) = s.stats() {
-                    stats.insert(id, st);
-                }
+                points.insert(
+                    series_id(p.pid, ty, f),
+                    json!(s.points.iter().collect::<Vec<_>>()),
+                );
             }
-            for ((ty, g), by) in &p.groups {
-                groups.insert(series_id(p.pid, ty, g), json!(by));
-            }
+            p.analyses(&mut stats, &mut groups);
             log.extend(p.log.iter().cloned());
             alerts.extend(p.alerts.iter().cloned());
         }

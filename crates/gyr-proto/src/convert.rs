@@ -84,6 +84,24 @@ impl std::fmt::Display for v1::Value {
     }
 }
 
+impl v1::AttrType {
+    /// The type as users write it: `int`, `float`, `[float]`, ...
+    pub fn user_name(code: i32) -> &'static str {
+        match v1::AttrType::try_from(code).unwrap_or(v1::AttrType::Unspecified) {
+            v1::AttrType::Int => "int",
+            v1::AttrType::Uint => "uint",
+            v1::AttrType::Float => "float",
+            v1::AttrType::Bool => "bool",
+            v1::AttrType::Str => "string",
+            v1::AttrType::IntList => "[int]",
+            v1::AttrType::UintList => "[uint]",
+            v1::AttrType::FloatList => "[float]",
+            v1::AttrType::BoolList => "[bool]",
+            v1::AttrType::Unspecified => "?",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
