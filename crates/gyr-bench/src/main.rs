@@ -1,9 +1,10 @@
 //! gyr's benchmarks: each measures gyr against the physical floor and against peers in the same
 //! run, and prints one JSON object with ratios as the last line of stdout.
 //!
-//! `cargo run --release -p gyr-bench -- sensors --json`
+//! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`)
 
 mod floor;
+mod hub;
 mod peers;
 mod sensors;
 mod steering;
@@ -44,6 +45,37 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// The hub: events/s from 8 simulated processes against the transport floor; latency from
+    /// a sensor to a gRPC subscriber of the hub and to a WebSocket page.
+    Hub {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Simulated processes publishing to a hub (started by `hub`).
+    #[command(hide = true)]
+    HubFeeder {
+        #[arg(long)]
+        addr: String,
+        #[arg(long)]
+        processes: usize,
+        #[arg(long)]
+        seconds: u64,
+        /// Events/s per process (default: as fast as the hub takes them).
+        #[arg(long)]
+        rate: Option<f64>,
+    },
+    /// A gyr program stamping probe events, pushing to a hub (started by `hub`).
+    #[command(hide = true)]
+    HubProbe {
+        #[arg(long)]
+        hub: String,
+        #[arg(long)]
+        seconds: u64,
+    },
     /// The child process of the nbody overhead figure (started by `steering`).
     #[command(hide = true)]
     NbodyChild {
@@ -61,6 +93,14 @@ fn main() -> anyhow::Result<()> {
     match args.bench {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::Steering { json, quick } => steering::run(json, quick),
+        Bench::Hub { json, quick } => hub::run(json, quick),
+        Bench::HubFeeder {
+            addr,
+            processes,
+            seconds,
+            rate,
+        } => hub::feeder(addr, processes, seconds, rate),
+        Bench::HubProbe { hub, seconds } => hub::probe(hub, seconds),
         Bench::NbodyChild {
             bodies,
             workers,

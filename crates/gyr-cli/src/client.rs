@@ -16,6 +16,8 @@ pub(crate) struct Client {
     pub(crate) inner: GyrClient<Channel>,
     token: Option<String>,
     name: &'static str,
+    /// On a hub: the program every request is about.
+    process: Option<u32>,
 }
 
 /// Starts a small single-threaded runtime.
@@ -27,12 +29,22 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 impl Client {
-    /// Connects to `target`: a pid, or `host:port`.
+    /// Connects to `target`: a pid, `host:port`, or `pid@host:port` (a program behind a hub).
     pub(crate) async fn connect(
         target: &str,
         token: Option<String>,
         name: &'static str,
     ) -> Result<Client, Failure> {
+        if let Some((pid, hub)) = target.split_once('@') {
+            let pid = pid.parse::<u32>().map_err(|_| {
+                Failure::input(anyhow::anyhow!(
+                    "`{target}`: before the @ comes the program's pid (`gyr ps --hub {hub}` lists them)"
+                ))
+            })?;
+            let mut c = Box::pin(Client::connect(hub, token, name)).await?;
+            c.process = Some(pid);
+            return Ok(c);
+        }
         if let Ok(pid) = target.parse::<u32>() {
             let Some(a) = discovery::discover().into_iter().find(|a| a.pid == pid) else {
                 let running: Vec<String> = discovery::discover()
@@ -58,11 +70,12 @@ impl Client {
                 inner: GyrClient::new(channel),
                 token,
                 name,
+                process: None,
             });
         }
         if !target.contains(':') {
             return Err(Failure::input(anyhow::anyhow!(
-                "`{target}` is neither a pid nor a host:port address"
+                "`{target}` is neither a pid, a host:port address, nor pid@host:port (a program behind a hub)"
             )));
         }
         let token = token.or_else(|| std::env::var("GYR_TOKEN").ok());
@@ -73,6 +86,7 @@ impl Client {
             inner: GyrClient::new(channel),
             token,
             name,
+            process: None,
         })
     }
 
@@ -85,6 +99,10 @@ impl Client {
             && let Ok(v) = format!("Bearer {t}").parse()
         {
             r.metadata_mut().insert("authorization", v);
+        }
+        if let Some(pid) = self.process {
+            r.metadata_mut()
+                .insert(gyr_proto::PROCESS_HEADER, MetadataValue::from(pid));
         }
         r
     }
@@ -187,6 +205,11 @@ impl Session {
             }
         )
         .map(|r| r.result.unwrap_or_default())
+    }
+
+    /// The programs behind the server (on a hub: every program it watches).
+    pub(crate) fn processes(&mut self) -> Result<Vec<v1::ProcessInfo>, Failure> {
+        call!(self, list_processes, v1::ListProcessesRequest {}).map(|r| r.processes)
     }
 
     pub(crate) fn status(&mut self) -> Result<v1::StatusReply, Failure> {

@@ -79,6 +79,7 @@ impl Drop for Program {
 fn spawn(
     args: &[String],
     socket_dir: Option<&std::path::Path>,
+    hub: Option<SocketAddr>,
     nice: bool,
 ) -> Result<Program, Failure> {
     let exe = std::env::current_exe()
@@ -96,6 +97,9 @@ fn spawn(
     if let Some(d) = socket_dir {
         cmd.env("GYR_SOCKET_DIR", d);
     }
+    if let Some(h) = hub {
+        cmd.env("GYR_HUB", h.to_string());
+    }
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     cmd.spawn()
         .map(Program)
@@ -103,7 +107,14 @@ fn spawn(
 }
 
 fn start_hub(listen: SocketAddr, socket_dir: std::path::PathBuf) -> Result<gyr_hub::Hub, Failure> {
-    gyr_hub::Hub::start(gyr_hub::HubConfig { listen, socket_dir }).map_err(|e| match e {
+    gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen,
+        // Any free port: md pushes its stream there (GYR_HUB), nbody is attached to.
+        grpc: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        socket_dir,
+        ..Default::default()
+    })
+    .map_err(|e| match e {
         gyr_hub::HubError::Runtime(_) => Failure::from(anyhow::Error::from(e)),
         _ => Failure::input(e),
     })
@@ -126,10 +137,16 @@ pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
     let _md = spawn(
         &["md".into(), "--particles".into(), a.particles.to_string()],
         None,
+        hub.grpc_addr(),
         false,
     )?;
-    let _nbody = spawn(&["nbody".into()], None, true)?;
+    let _nbody = spawn(&["nbody".into()], None, None, true)?;
     println!("gyr demo: open http://{} in a browser", hub.addr());
+    if let Some(g) = hub.grpc_addr() {
+        println!(
+            "  md pushes its events to the hub's gRPC API at {g}; the hub found nbody and attached to it."
+        );
+    }
     println!(
         "  md (molecular dynamics) starts imbalanced: most particles sit in the first of its 4 domains (see Load balance)."
     );
@@ -174,6 +191,7 @@ fn headless(a: &DemoArgs) -> Result<ExitCode, Failure> {
             steps_after.to_string(),
         ],
         Some(dir.path()),
+        hub.grpc_addr(),
         false,
     )?;
     let pid = md.0.id();

@@ -1,31 +1,81 @@
-//! `gyr hub`: runs the central monitor with its web UI until Ctrl-C.
+//! `gyr hub`: runs the central monitor with its web UI and gRPC API until Ctrl-C; or replays
+//! recorded traces in the same UI.
 
 use crate::Failure;
 use clap::Args;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Options of `gyr hub`.
 #[derive(Debug, Args)]
 pub(crate) struct HubArgs {
-    /// Where the web UI listens (port 0: any free port).
+    /// Where the web UI listens (port 0: any free port). Any address but loopback needs --token.
     #[arg(long, default_value = "127.0.0.1:7070")]
     listen: SocketAddr,
+    /// Where the gRPC API listens: programs push to it (GYR_HUB=ADDR), clients steer through
+    /// it (`gyr get PID@ADDR ...`, `gyr ps --hub ADDR`).
+    #[arg(long, default_value = "127.0.0.1:7071")]
+    grpc: SocketAddr,
+    /// The steer token, required on any address but loopback (or set GYR_HUB_TOKEN). The web
+    /// UI asks for it.
+    #[arg(long, env = "GYR_HUB_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A token that may watch but not steer.
+    #[arg(long, env = "GYR_HUB_READ_TOKEN", hide_env_values = true)]
+    read_token: Option<String>,
+    /// Write everything received to trace files (one per program) in this directory.
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    /// Replay these trace files (the hub's recordings or programs' GYR_TRACE files) in the UI,
+    /// instead of watching running programs.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    replay: Vec<PathBuf>,
+    /// Do not attach to the programs announced on this machine (take only those that push).
+    #[arg(long)]
+    no_discover: bool,
 }
 
 pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
+    if a.read_token.is_some() && a.token.is_none() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--read-token needs --token too: the read token watches, the steer token steers"
+        )));
+    }
+    let replaying = !a.replay.is_empty();
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: a.listen,
-        ..Default::default()
+        grpc: Some(a.grpc),
+        socket_dir: gyr::server::discovery::socket_dir(),
+        discover: !a.no_discover,
+        token: a.token,
+        read_token: a.read_token,
+        record: a.record,
+        replay: a.replay,
     })
     .map_err(|e| match e {
         gyr_hub::HubError::Runtime(_) => Failure::from(anyhow::Error::from(e)),
         _ => Failure::input(e),
     })?;
-    println!(
-        "gyr hub: open http://{} in a browser; it shows every gyr program of this user (Ctrl-C stops)",
-        hub.addr()
-    );
+    if replaying {
+        println!(
+            "gyr hub: replaying; open http://{} in a browser to play, pause, change speed and scrub (Ctrl-C stops)",
+            hub.addr()
+        );
+    } else {
+        println!(
+            "gyr hub: open http://{} in a browser; it shows every gyr program of this user (Ctrl-C stops)",
+            hub.addr()
+        );
+        if let Some(g) = hub.grpc_addr() {
+            println!(
+                "  gRPC API at {g}: programs started with GYR_HUB={g} push to it; `gyr ps --hub {g}` lists what it watches"
+            );
+        }
+    }
+    if let Some(d) = hub.record_dir() {
+        println!("  recording every program's events into {}", d.display());
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     on_ctrl_c(tx);
     let _ = rx.recv();

@@ -48,8 +48,15 @@ enum Command {
         /// The spec file.
         file: PathBuf,
     },
-    /// List the running gyr programs of this user.
-    Ps,
+    /// List the running gyr programs of this user, or the programs a hub watches.
+    Ps {
+        /// The hub's gRPC address (host:port) instead of this machine's announcements.
+        #[arg(long)]
+        hub: Option<String>,
+        /// The hub's token, if it listens beyond this machine (default: $GYR_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+    },
     /// List a program's steering objects, attributes (with values), actuators and functions.
     Ls(steer_cmd::Target),
     /// Read attributes: `object.attribute`, or `object` for all of them.
@@ -208,7 +215,11 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
         Command::Spec { file } => spec_cmd::check(&file),
-        Command::Ps => steer_cmd::ps(),
+        Command::Ps { hub: None, .. } => steer_cmd::ps(),
+        Command::Ps {
+            hub: Some(hub),
+            token,
+        } => steer_cmd::ps_hub(&hub, token),
         Command::Ls(t) => steer_cmd::ls(t),
         Command::Get {
             target,

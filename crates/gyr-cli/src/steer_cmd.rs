@@ -14,7 +14,8 @@ use std::process::ExitCode;
 /// How to reach a program.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct Target {
-    /// The program: its pid (see `gyr ps`), or host:port of its TCP listener.
+    /// The program: its pid (see `gyr ps`), host:port of its TCP listener, or PID@HUB for a
+    /// program behind a hub (HUB: the hub's gRPC host:port; see `gyr ps --hub HUB`).
     pub(crate) program: String,
     /// The token for a TCP listener (default: $GYR_TOKEN).
     #[arg(long, global = true)]
@@ -56,6 +57,47 @@ impl Target {
     fn session(&self) -> Result<Session, Failure> {
         Session::connect(&self.program, self.token.clone(), "gyr-cli")
     }
+}
+
+/// `gyr ps --hub ADDR`: the programs a hub watches.
+pub(crate) fn ps_hub(hub: &str, token: Option<String>) -> Result<ExitCode, Failure> {
+    let mut s = Session::connect(hub, token, "gyr-cli")?;
+    if !s.hello.hub {
+        return Err(Failure::input(anyhow::anyhow!(
+            "{hub} is a program's server, not a hub: `gyr ps` lists programs on this machine"
+        )));
+    }
+    let ps = s.processes()?;
+    let mut out = std::io::stdout().lock();
+    if ps.is_empty() {
+        writeln!(out, "the hub at {hub} watches no programs yet").map_err(w)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:>8}  {:<9} {:<8} {:>12} {:>6}  COMMAND",
+        "PID", "STATE", "SOURCE", "EVENTS", "LOST"
+    )
+    .map_err(w)?;
+    for p in ps {
+        writeln!(
+            out,
+            "{:>8}  {:<9} {:<8} {:>12} {:>6}  {}",
+            p.pid,
+            if p.alive { "running" } else { "ended" },
+            p.source,
+            p.events,
+            p.lost,
+            p.command_line.join(" ")
+        )
+        .map_err(w)?;
+    }
+    writeln!(
+        out,
+        "steer one through the hub as PID@{hub}, for example `gyr status PID@{hub}`"
+    )
+    .map_err(w)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn ps() -> Result<ExitCode, Failure> {

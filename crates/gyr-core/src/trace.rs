@@ -73,6 +73,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 /// The file's first eight bytes.
@@ -779,6 +780,14 @@ impl<R: Read + Seek> TraceReader<R> {
     ///
     /// An I/O error while reading ends the walk and is recorded as damage.
     pub fn for_each_item(&mut self, mut f: impl FnMut(Item<'_>)) {
+        self.try_for_each_item(|item| {
+            f(item);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`TraceReader::for_each_item`], stopping early when `f` says so.
+    pub fn try_for_each_item(&mut self, mut f: impl FnMut(Item<'_>) -> ControlFlow<()>) {
         loop {
             let chunk = match self.next_chunk() {
                 Ok(ChunkRead::Chunk(c)) => c,
@@ -812,7 +821,9 @@ impl<R: Read + Seek> TraceReader<R> {
                             if self.schemas.get(&s.id) != Some(&s) {
                                 let id = s.id;
                                 self.schemas.insert(id, s);
-                                f(Item::Schema(&self.schemas[&id]));
+                                if f(Item::Schema(&self.schemas[&id])).is_break() {
+                                    return;
+                                }
                             }
                         }
                         _ => self
@@ -825,7 +836,9 @@ impl<R: Read + Seek> TraceReader<R> {
                             if self.threads.get(&t.id) != Some(&t) {
                                 let id = t.id;
                                 self.threads.insert(id, t);
-                                f(Item::Thread(&self.threads[&id]));
+                                if f(Item::Thread(&self.threads[&id])).is_break() {
+                                    return;
+                                }
                             }
                         }
                         Err(_) => self
@@ -853,13 +866,17 @@ impl<R: Read + Seek> TraceReader<R> {
                             if schema.is_none() {
                                 *self.unknown.entry(record.header.type_id).or_default() += 1;
                             }
-                            f(Item::Record { schema, record });
+                            if f(Item::Record { schema, record }).is_break() {
+                                return;
+                            }
                         }
                     }
                     KIND_END => match postcard::from_bytes::<TraceEnd>(body) {
                         Ok(end) => {
                             self.summary.clean_end = true;
-                            f(Item::End(&end));
+                            if f(Item::End(&end)).is_break() {
+                                return;
+                            }
                         }
                         Err(_) => self
                             .summary

@@ -1,30 +1,77 @@
-//! Input ports: the hub finds the user's running programs (their announcements) and attaches
-//! to each through its embedded server, exactly as any client would: a live event stream, the
-//! steering log, and a poll of status, objects and sensors. A program that goes away is marked
+//! Input ports: how programs reach the hub, while it runs.
+//!
+//! - Attached: the hub finds the user's running programs (their announcements) and attaches to
+//!   each through its embedded server, exactly as any client would: a live event stream, the
+//!   steering log, and a poll of status, objects and sensors.
+//! - Pushed: a program started with `GYR_HUB=host:port` connects to the hub's gRPC API and
+//!   publishes its stream; the hub attaches back to the server the program names, for its
+//!   steering log, state and steering.
+//!
+//! A program both pushing and announced is taken once: the push wins, and records that came
+//! both ways are taken once (by their sequence numbers). A program that goes away is marked
 //! so, not forgotten.
 
 use crate::Shared;
-use crate::model::Process;
+use crate::model::{Process, Source};
 use gyr::server::{CLIENT_HEADER, discovery};
-use gyr_proto::events::EventDecoder;
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tonic::Status;
 use tonic::transport::Channel;
 
 /// How often the announcement directory is read and each program's state is polled.
 const POLL: Duration = Duration::from_millis(500);
 
-/// A request to a program, named as the hub in its steering log.
-pub(crate) fn request<T>(msg: T, who: &'static str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg);
-    r.metadata_mut().insert(
-        CLIENT_HEADER,
-        tonic::metadata::MetadataValue::from_static(who),
-    );
-    r
+/// The hub's client of one program's server.
+#[derive(Debug, Clone)]
+pub(crate) struct ProgramClient {
+    pub(crate) inner: GyrClient<Channel>,
+    token: Option<String>,
+}
+
+impl ProgramClient {
+    /// A request to the program, naming `who` in its steering log.
+    pub(crate) fn req<T>(&self, msg: T, who: &str) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        if let Ok(v) = who.parse() {
+            r.metadata_mut().insert(CLIENT_HEADER, v);
+        }
+        if let Some(t) = &self.token
+            && let Ok(v) = format!("Bearer {t}").parse()
+        {
+            r.metadata_mut().insert("authorization", v);
+        }
+        r
+    }
+}
+
+/// Where a program's server listens.
+#[derive(Debug, Clone)]
+enum Address {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
+impl Address {
+    fn parse(s: &str) -> Option<Address> {
+        if s.is_empty() {
+            None
+        } else if s.starts_with('/') {
+            Some(Address::Unix(s.into()))
+        } else {
+            Some(Address::Tcp(s.to_owned()))
+        }
+    }
+
+    async fn connect(&self) -> Result<Channel, tonic::transport::Error> {
+        match self {
+            Address::Unix(p) => gyr_proto::connect::unix(p).await,
+            Address::Tcp(a) => gyr_proto::connect::tcp(a).await,
+        }
+    }
 }
 
 /// Watches `dir` for programs and attaches to every new one.
@@ -37,79 +84,110 @@ pub(crate) async fn discover(shared: Arc<Shared>, dir: PathBuf) {
             let new = {
                 let mut m = shared.lock();
                 match m.processes.get(&a.pid) {
-                    // Attached, or gone while its announcement is still being removed: a
-                    // program is attached once, and keeps its history after it exits.
+                    // Attached, pushing, or gone while its announcement is still being removed:
+                    // a program is taken once, and keeps its history after it exits.
                     Some(p) if p.alive || p.started_unix_ns == a.started_unix_ns => false,
                     // New, or a new program that reuses an old pid.
                     _ => {
-                        m.processes.insert(
+                        let mut p = Process::new(
                             a.pid,
-                            Process::new(a.pid, a.command_line.clone(), a.started_unix_ns),
+                            a.command_line.clone(),
+                            a.started_unix_ns,
+                            Source::Attached,
                         );
+                        // Announced in this user's directory: on this machine.
+                        p.host = gyr_core::TraceHeader::for_this_process().host;
+                        m.processes.insert(a.pid, p);
                         true
                     }
                 }
             };
             if new {
-                tokio::spawn(attach(shared.clone(), a.pid, a.socket.clone()));
+                tokio::spawn(attach(
+                    shared.clone(),
+                    a.pid,
+                    a.started_unix_ns,
+                    Address::Unix(a.socket.clone()),
+                    None,
+                    true,
+                ));
             }
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
-fn gone(shared: &Shared, pid: u32) {
-    if let Some(p) = shared.lock().processes.get_mut(&pid) {
-        p.alive = false;
-    }
-    shared
-        .clients
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&pid);
-}
-
-/// Attaches to one program until it goes away.
-async fn attach(shared: Arc<Shared>, pid: u32, socket: PathBuf) {
-    let Ok(channel) = gyr_proto::connect::unix(&socket).await else {
-        return gone(&shared, pid);
+/// Marks a program gone (if it is still the one that started at `started`).
+fn gone(shared: &Shared, pid: u32, started: u64) {
+    let ended = {
+        let mut m = shared.lock();
+        match m.processes.get_mut(&pid) {
+            Some(p) if p.started_unix_ns == started && p.alive => {
+                p.alive = false;
+                true
+            }
+            _ => false,
+        }
     };
-    let client = GyrClient::new(channel);
-    shared
-        .clients
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(pid, client.clone());
-    tokio::spawn(follow_events(shared.clone(), pid, client.clone()));
-    tokio::spawn(follow_log(shared.clone(), pid, client.clone()));
-    poll(shared, pid, client).await;
+    if ended {
+        shared.clients().remove(&pid);
+        if let Some(s) = &shared.store {
+            s.ended(pid, started);
+        }
+    }
 }
 
-async fn follow_events(shared: Arc<Shared>, pid: u32, mut c: GyrClient<Channel>) {
+/// Attaches to one program's server until it goes away: its state, its log and, unless it
+/// pushes them, its events.
+async fn attach(
+    shared: Arc<Shared>,
+    pid: u32,
+    started: u64,
+    address: Address,
+    token: Option<String>,
+    events: bool,
+) {
+    let Ok(channel) = address.connect().await else {
+        return gone(&shared, pid, started);
+    };
+    let client = ProgramClient {
+        inner: GyrClient::new(channel),
+        token,
+    };
+    shared.clients().insert(pid, client.clone());
+    if events {
+        tokio::spawn(follow_events(shared.clone(), pid, started, client.clone()));
+    }
+    tokio::spawn(follow_log(shared.clone(), pid, started, client.clone()));
+    poll(shared, pid, started, client).await;
+}
+
+async fn follow_events(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClient) {
     let Ok(stream) = c
-        .subscribe(request(v1::SubscribeRequest::default(), "gyr-hub"))
+        .inner
+        .clone()
+        .subscribe(c.req(v1::SubscribeRequest::default(), "gyr-hub"))
         .await
     else {
         return;
     };
     let mut stream = stream.into_inner();
-    let mut decoder = EventDecoder::default();
     while let Ok(Some(batch)) = stream.message().await {
-        let b = decoder.batch(batch);
-        let mut m = shared.lock();
-        let Some(p) = m.processes.get_mut(&pid) else {
+        if shared
+            .ingest(pid, started, Source::Attached, batch)
+            .is_none()
+        {
+            // The program now pushes its stream (or was replaced): this one is not needed.
             return;
-        };
-        p.missed += b.lost;
-        for e in &b.events {
-            p.ingest(e);
         }
     }
 }
 
-async fn follow_log(shared: Arc<Shared>, pid: u32, mut c: GyrClient<Channel>) {
+async fn follow_log(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClient) {
     let Ok(stream) = c
-        .log(request(
+        .inner
+        .clone()
+        .log(c.req(
             v1::LogRequest {
                 after: 0,
                 follow: true,
@@ -122,36 +200,121 @@ async fn follow_log(shared: Arc<Shared>, pid: u32, mut c: GyrClient<Channel>) {
     };
     let mut stream = stream.into_inner();
     while let Ok(Some(e)) = stream.message().await {
-        if let Some(p) = shared.lock().processes.get_mut(&pid) {
-            p.log_entry(&e);
+        let entry = {
+            let mut m = shared.lock();
+            match m.processes.get_mut(&pid) {
+                Some(p) if p.started_unix_ns == started => {
+                    p.log_entry(&e);
+                    p.log_entries.back().cloned()
+                }
+                _ => return,
+            }
+        };
+        if let Some(e) = entry {
+            let _ = shared.outputs.log.send(e);
         }
     }
 }
 
-async fn poll(shared: Arc<Shared>, pid: u32, mut c: GyrClient<Channel>) {
+async fn poll(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClient) {
+    let mut inner = c.inner.clone();
     loop {
-        let status = c
-            .status(request(v1::StatusRequest {}, "gyr-hub"))
+        let status = inner
+            .status(c.req(v1::StatusRequest {}, "gyr-hub"))
             .await
             .map(|r| r.into_inner());
-        let objects = c
-            .list_objects(request(v1::ListObjectsRequest {}, "gyr-hub"))
+        let objects = inner
+            .list_objects(c.req(v1::ListObjectsRequest {}, "gyr-hub"))
             .await
             .map(|r| r.into_inner());
-        let sensors = c
-            .list_sensors(request(v1::ListSensorsRequest {}, "gyr-hub"))
+        let sensors = inner
+            .list_sensors(c.req(v1::ListSensorsRequest {}, "gyr-hub"))
             .await
             .map(|r| r.into_inner());
         match (status, objects, sensors) {
             (Ok(s), Ok(o), Ok(se)) => {
-                if let Some(p) = shared.lock().processes.get_mut(&pid) {
-                    p.status = Some(s);
-                    p.objects = Some(o);
-                    p.sensors = Some(se);
+                let mut m = shared.lock();
+                match m.processes.get_mut(&pid) {
+                    Some(p) if p.started_unix_ns == started => {
+                        p.status = Some(s);
+                        p.objects = Some(o);
+                        p.sensors = Some(se);
+                    }
+                    _ => return,
                 }
             }
-            _ => return gone(&shared, pid),
+            _ => return gone(&shared, pid, started),
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// A program publishing its stream to the hub (`GYR_HUB`): a hello, then batches until it
+/// ends. Returns the events taken in.
+pub(crate) async fn publish(
+    shared: Arc<Shared>,
+    mut stream: tonic::Streaming<v1::PublishMessage>,
+) -> Result<u64, Status> {
+    let hello = match stream.message().await? {
+        Some(v1::PublishMessage {
+            kind: Some(v1::publish_message::Kind::Hello(h)),
+        }) => h,
+        _ => {
+            return Err(Status::invalid_argument(
+                "a Publish stream starts with a hello naming the program",
+            ));
+        }
+    };
+    if hello.protocol_version != 0 && hello.protocol_version != gyr_proto::PROTOCOL_VERSION {
+        return Err(Status::failed_precondition(format!(
+            "this hub speaks gyr protocol {}, the program {}: use a matching gyr",
+            gyr_proto::PROTOCOL_VERSION,
+            hello.protocol_version
+        )));
+    }
+    let (pid, started) = (hello.pid, hello.started_unix_ns);
+    let attach_back = {
+        let mut m = shared.lock();
+        match m.processes.get_mut(&pid) {
+            // Already attached through its announcement: the push takes over the events.
+            Some(p) if p.alive && p.started_unix_ns == started => {
+                p.source = Source::Pushed;
+                p.host = hello.host.clone();
+                false
+            }
+            _ => {
+                let mut p = Process::new(pid, hello.command_line.clone(), started, Source::Pushed);
+                p.host = hello.host.clone();
+                p.clock_zero_unix_ns = hello.clock_zero_unix_ns;
+                m.processes.insert(pid, p);
+                true
+            }
+        }
+    };
+    let address = Address::parse(&hello.steer_address);
+    if attach_back && let Some(a) = address.clone() {
+        let token = (!hello.steer_token.is_empty()).then(|| hello.steer_token.clone());
+        tokio::spawn(attach(shared.clone(), pid, started, a, token, false));
+    }
+    let mut received = 0;
+    loop {
+        match stream.message().await {
+            Ok(Some(v1::PublishMessage {
+                kind: Some(v1::publish_message::Kind::Batch(b)),
+            })) => {
+                match shared.ingest(pid, started, Source::Pushed, b) {
+                    Some(n) => received += n,
+                    // Replaced by a new program with the same pid.
+                    None => break,
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    if address.is_none() {
+        // Nothing else tells the hub when it ends.
+        gone(&shared, pid, started);
+    }
+    Ok(received)
 }

@@ -2,38 +2,47 @@
 //! event streams live (rates, per-thread and per-domain load, windowed statistics, decimated
 //! series), and serves the web UI, through which people watch and steer every program at once.
 //!
-//! Data flow: [`input`] attaches to each program's embedded server (events, steering log,
-//! state) → [`model`] keeps and analyses it → a ticker turns changes into one update a tick →
-//! [`web`] pushes updates to every page and forwards what pages ask to the programs.
+//! Data flow: [`input`] takes programs in (attached through their embedded servers, or
+//! pushing to the hub's gRPC API) → [`model`] keeps and analyses their streams → output ports:
+//! [`output`] streams to gRPC clients of the hub, [`store`] writes trace files, a ticker turns
+//! the model's changes into one update a tick and [`web`] pushes it to every page. What pages
+//! and gRPC clients ask ([`web`], [`service`]) is forwarded to the programs.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 mod input;
 mod model;
+mod output;
+mod replay;
+mod service;
+mod store;
 mod web;
 
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
+pub use replay::ReplayError;
 
-use gyr_proto::v1::gyr_client::GyrClient;
-use model::Model;
+use gyr_proto::v1;
+use input::ProgramClient;
+use model::{Model, Source};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 
-/// How often pages get an update.
-pub const TICK: Duration = Duration::from_millis(250);
+/// How often pages get an update (the points of every series that moved).
+pub const TICK: Duration = Duration::from_millis(40);
+/// Every how many ticks the programs' summaries (state, objects, sensors, rates) go too.
+const SUMMARY_EVERY: u32 = 6;
 
 /// Why the hub could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HubError {
-    /// The web address is not on this machine and no token guards it.
+    /// An address other machines can reach, and no token to guard it.
     #[error(
-        "the hub would listen on {0}, which other machines can reach; listen on 127.0.0.1 (the default), or wait for token support on other addresses"
+        "the hub would listen on {0}, which other machines can reach, without a token: give --token TOKEN (and --read-token for watch-only access), or listen on 127.0.0.1"
     )]
-    NotLoopback(SocketAddr),
+    NoToken(SocketAddr),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source} (is another hub running? try --listen 127.0.0.1:0)")]
     Bind {
@@ -42,6 +51,17 @@ pub enum HubError {
         /// Why.
         source: std::io::Error,
     },
+    /// The directory for trace files cannot be written.
+    #[error("cannot record into {dir}: {source}")]
+    Record {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file given to replay cannot be read.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
     /// The async runtime could not start.
     #[error("cannot start the hub's runtime: {0}")]
     Runtime(std::io::Error),
@@ -52,16 +72,60 @@ pub enum HubError {
 pub struct HubConfig {
     /// Where the web UI listens (port 0: any free port).
     pub listen: SocketAddr,
+    /// Where the gRPC API listens (programs publish here; clients steer through it); `None`:
+    /// not served.
+    pub grpc: Option<SocketAddr>,
     /// Where programs announce themselves (default: gyr's per-user directory).
     pub socket_dir: PathBuf,
+    /// Whether to attach to the programs announced there.
+    pub discover: bool,
+    /// The steer token: required when an address is not loopback.
+    pub token: Option<String>,
+    /// A token that may watch but not steer.
+    pub read_token: Option<String>,
+    /// Write everything received to trace files in this directory.
+    pub record: Option<PathBuf>,
+    /// Replay these trace files instead of watching running programs.
+    pub replay: Vec<PathBuf>,
 }
 
 impl Default for HubConfig {
     fn default() -> Self {
         HubConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7070)),
+            grpc: Some(SocketAddr::from(([127, 0, 0, 1], 7071))),
             socket_dir: gyr::server::discovery::socket_dir(),
+            discover: true,
+            token: None,
+            read_token: None,
+            record: None,
+            replay: Vec::new(),
         }
+    }
+}
+
+/// Who may do what.
+#[derive(Debug, Clone)]
+pub(crate) struct Access {
+    /// `None`: everyone who can connect (loopback only) may steer.
+    steer: Option<String>,
+    read: Option<String>,
+}
+
+impl Access {
+    /// Whether `token` may watch (`Some(false)`), steer (`Some(true)`), or nothing (`None`).
+    pub(crate) fn check(&self, token: Option<&str>) -> Option<bool> {
+        match (&self.steer, token) {
+            (None, _) => Some(true),
+            (Some(s), Some(t)) if s == t => Some(true),
+            (Some(_), Some(t)) if self.read.as_deref() == Some(t) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Whether tokens are asked for at all.
+    pub(crate) fn guarded(&self) -> bool {
+        self.steer.is_some()
     }
 }
 
@@ -71,13 +135,60 @@ pub(crate) struct Shared {
     model: Mutex<Model>,
     /// Updates for the pages, as JSON text.
     updates: tokio::sync::broadcast::Sender<Arc<String>>,
-    /// A client per attached program, for what pages ask.
-    clients: Mutex<HashMap<u32, GyrClient<Channel>>>,
+    /// A client per program the hub can steer, for what pages and gRPC clients ask.
+    clients: Mutex<HashMap<u32, ProgramClient>>,
+    /// gRPC subscribers.
+    pub(crate) outputs: output::Outputs,
+    /// Trace files, when recording.
+    pub(crate) store: Option<store::Store>,
+    /// The replay, when replaying.
+    pub(crate) replay: Option<replay::Replay>,
+    pub(crate) access: Access,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Model> {
         self.model.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hub's own state for the pages: what it records, and what that dropped.
+    pub(crate) fn hub_state(&self) -> serde_json::Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        match &self.store {
+            Some(s) => serde_json::json!({"recording": {
+                "dir": s.dir().display().to_string(),
+                "written": s.written.load(Relaxed),
+                "dropped": s.dropped.load(Relaxed),
+            }}),
+            None => serde_json::json!({"recording": null}),
+        }
+    }
+
+    pub(crate) fn clients(&self) -> MutexGuard<'_, HashMap<u32, ProgramClient>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes in a batch of program `pid` (the one that started at `started`) arriving by
+    /// `source`: analyses, then every output port. Returns the events taken in, or `None`
+    /// when that program no longer takes events this way (it now pushes, or was replaced).
+    pub(crate) fn ingest(
+        &self,
+        pid: u32,
+        started: u64,
+        source: Source,
+        batch: v1::EventBatch,
+    ) -> Option<u64> {
+        let mut m = self.lock();
+        let p = m.processes.get_mut(&pid)?;
+        if p.started_unix_ns != started || p.source != source {
+            return None;
+        }
+        let n = p.ingest_batch(&batch);
+        self.outputs.forward(p, &batch);
+        if let Some(s) = &self.store {
+            s.batch(p, Arc::new(batch));
+        }
+        Some(n)
     }
 }
 
@@ -85,44 +196,76 @@ impl Shared {
 #[derive(Debug)]
 pub struct Hub {
     addr: SocketAddr,
+    grpc: Option<SocketAddr>,
     shared: Arc<Shared>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, HubError> {
+    let e = |source| HubError::Bind { addr, source };
+    let l = std::net::TcpListener::bind(addr).map_err(e)?;
+    l.set_nonblocking(true).map_err(e)?;
+    Ok(l)
+}
+
 impl Hub {
-    /// Starts the hub on its own threads: discovery, analyses, the web server.
+    /// Starts the hub on its own threads: discovery, analyses, the web server, the gRPC API.
     pub fn start(config: HubConfig) -> Result<Hub, HubError> {
-        if !config.listen.ip().is_loopback() {
-            return Err(HubError::NotLoopback(config.listen));
+        for addr in std::iter::once(config.listen).chain(config.grpc) {
+            if !addr.ip().is_loopback() && config.token.is_none() {
+                return Err(HubError::NoToken(addr));
+            }
         }
+        let store = match &config.record {
+            Some(dir) => Some(store::Store::start(dir).map_err(|source| HubError::Record {
+                dir: dir.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        let replay = if config.replay.is_empty() {
+            None
+        } else {
+            Some(replay::Replay::open(&config.replay)?)
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("gyr-hub")
             .enable_all()
             .build()
             .map_err(HubError::Runtime)?;
-        let listener =
-            std::net::TcpListener::bind(config.listen).map_err(|source| HubError::Bind {
-                addr: config.listen,
-                source,
-            })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| HubError::Bind {
-                addr: config.listen,
-                source,
-            })?;
+        let listener = bind(config.listen)?;
         let addr = listener.local_addr().map_err(|source| HubError::Bind {
             addr: config.listen,
             source,
         })?;
-        let (updates, _) = tokio::sync::broadcast::channel(64);
+        let grpc_listener = config.grpc.map(bind).transpose()?;
+        let grpc = grpc_listener
+            .as_ref()
+            .map(|l| l.local_addr())
+            .transpose()
+            .map_err(|source| HubError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let (updates, _) = tokio::sync::broadcast::channel(256);
         let shared = Arc::new(Shared {
             model: Mutex::new(Model::default()),
             updates,
             clients: Mutex::new(HashMap::new()),
+            outputs: output::Outputs::default(),
+            store,
+            replay,
+            access: Access {
+                steer: config.token.clone(),
+                read: config.read_token.clone(),
+            },
         });
-        runtime.spawn(input::discover(shared.clone(), config.socket_dir.clone()));
+        if shared.replay.is_some() {
+            replay::Replay::start(&shared).map_err(HubError::Runtime)?;
+        } else if config.discover {
+            runtime.spawn(input::discover(shared.clone(), config.socket_dir.clone()));
+        }
         runtime.spawn(ticker(shared.clone()));
         let app = web::router(shared.clone());
         runtime.spawn(async move {
@@ -133,8 +276,25 @@ impl Hub {
                 eprintln!("gyr hub: the web server stopped: {e}");
             }
         });
+        if let Some(l) = grpc_listener {
+            let svc = service::HubService::new(shared.clone());
+            runtime.spawn(async move {
+                let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                    return;
+                };
+                let r = tonic::transport::Server::builder()
+                    .tcp_nodelay(true)
+                    .add_service(v1::gyr_server::GyrServer::new(svc))
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
+                    .await;
+                if let Err(e) = r {
+                    eprintln!("gyr hub: the gRPC server stopped: {e}");
+                }
+            });
+        }
         Ok(Hub {
             addr,
+            grpc,
             shared,
             runtime: Some(runtime),
         })
@@ -145,7 +305,17 @@ impl Hub {
         self.addr
     }
 
-    /// The programs attached now: (pid, alive, events received).
+    /// The gRPC API's address, if served.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc
+    }
+
+    /// Where trace files are written, if recording.
+    pub fn record_dir(&self) -> Option<&std::path::Path> {
+        self.shared.store.as_ref().map(|s| s.dir())
+    }
+
+    /// The programs known now: (pid, alive, events received).
     pub fn programs(&self) -> Vec<(u32, bool, u64)> {
         self.shared
             .lock()
@@ -153,6 +323,21 @@ impl Hub {
             .values()
             .map(|p| (p.pid, p.alive, p.received))
             .collect()
+    }
+
+    /// Events received from every program, and events lost on the way to the hub (streams
+    /// that fell behind, records the hub could not read, batches storage had to drop).
+    pub fn totals(&self) -> (u64, u64) {
+        let m = self.shared.lock();
+        let (mut received, mut lost) = (0, 0);
+        for p in m.processes.values() {
+            received += p.received;
+            lost += p.missed + p.unreadable;
+        }
+        if let Some(s) = &self.shared.store {
+            lost += s.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        (received, lost)
     }
 
     /// Everything the hub knows, as the JSON a page gets when it connects.
@@ -163,6 +348,9 @@ impl Hub {
 
 impl Drop for Hub {
     fn drop(&mut self) {
+        if let Some(r) = &self.shared.replay {
+            r.stop();
+        }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_millis(500));
         }
@@ -172,9 +360,23 @@ impl Drop for Hub {
 /// Turns the model's changes into one update per tick for every page.
 async fn ticker(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut n = 0u32;
     loop {
         tick.tick().await;
-        let update = shared.lock().update(Instant::now());
+        n = n.wrapping_add(1);
+        if shared.updates.receiver_count() == 0 {
+            continue;
+        }
+        let mut update = shared
+            .lock()
+            .update(Instant::now(), n.is_multiple_of(SUMMARY_EVERY));
+        if let Some(r) = &shared.replay {
+            update["replay"] = r.state();
+        }
+        if update.get("processes").is_some() {
+            update["hub"] = shared.hub_state();
+        }
         // Nobody listening is fine: the next page gets a snapshot.
         let _ = shared.updates.send(Arc::new(update.to_string()));
     }

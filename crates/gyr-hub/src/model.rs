@@ -6,11 +6,13 @@
 //! [`BUCKET_S`] of program time (the mean of the events in it), so a page receives at most
 //! 50 points a second per series whatever the event rate.
 
-use gyr_core::Value;
-use gyr_proto::events::Event;
+use gyr_core::record::Records;
+use gyr_core::schema::ScalarType;
+use gyr_core::value::decode;
+use gyr_core::{RecordHeader, Schema, ThreadInfo};
 use gyr_proto::v1;
 use serde_json::{Value as Json, json};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 
 /// Width of a decimation bucket, in seconds of program time.
@@ -33,6 +35,11 @@ pub(crate) struct Series {
     fresh: Vec<(f64, f64)>,
     bucket: Option<Bucket>,
     window: VecDeque<(f64, f64)>,
+    /// Whether values arrived since the statistics were last computed.
+    dirty: bool,
+    /// Whether values arrived since the last update to the pages.
+    moved: bool,
+    stats: Option<Json>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -40,8 +47,6 @@ struct Bucket {
     index: i64,
     sum: f64,
     n: u32,
-    /// Whether a tick has seen this bucket open: it is flushed at the next one.
-    seen_by_tick: bool,
 }
 
 impl Series {
@@ -58,7 +63,6 @@ impl Series {
                     index,
                     sum: v,
                     n: 1,
-                    seen_by_tick: false,
                 });
             }
         }
@@ -66,6 +70,8 @@ impl Series {
         if self.window.len() > WINDOW_VALUES {
             self.window.pop_front();
         }
+        self.dirty = true;
+        self.moved = true;
     }
 
     fn flush(&mut self) {
@@ -76,45 +82,59 @@ impl Series {
                 self.points.pop_front();
             }
             self.fresh.push(p);
+            // Nobody took them (no page open): the history has them.
+            if self.fresh.len() > HISTORY_POINTS {
+                self.fresh.clear();
+            }
         }
     }
 
-    /// Points decimated since the last call (a partly filled bucket goes out one tick late).
+    /// Points decimated since the last call.
     fn take_fresh(&mut self) -> Vec<(f64, f64)> {
-        match &mut self.bucket {
-            Some(b) if b.seen_by_tick => self.flush(),
-            Some(b) => b.seen_by_tick = true,
-            None => {}
-        }
         std::mem::take(&mut self.fresh)
     }
 
-    /// Count, mean, min, max, p50, p99 over the last [`STATS_WINDOW_S`] of program time.
-    fn stats(&self) -> Option<Json> {
-        let last = self.window.back()?.0;
-        let mut v: Vec<f64> = self
-            .window
-            .iter()
-            .rev()
-            .take_while(|(t, _)| *t >= last - STATS_WINDOW_S)
-            .map(|(_, v)| *v)
-            .filter(|v| v.is_finite())
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
-        Some(json!({
-            "n": n,
-            "mean": v.iter().sum::<f64>() / n as f64,
-            "min": v[0],
-            "max": v[n - 1],
-            "p50": q(0.5),
-            "p99": q(0.99),
-        }))
+    /// The bucket still filling, as a provisional point: pages draw it at once and replace it
+    /// when the bucket closes, so what they show is never a bucket late.
+    fn live(&self) -> Option<(f64, f64)> {
+        self.bucket
+            .map(|b| ((b.index as f64 + 0.5) * BUCKET_S, b.sum / b.n as f64))
     }
+
+    /// Count, mean, min, max, p50, p99 over the last [`STATS_WINDOW_S`] of program time,
+    /// recomputed only when values arrived since the last time.
+    fn stats(&mut self) -> Option<&Json> {
+        if self.dirty {
+            self.dirty = false;
+            self.stats = window_stats(&self.window);
+        }
+        self.stats.as_ref()
+    }
+}
+
+fn window_stats(window: &VecDeque<(f64, f64)>) -> Option<Json> {
+    let last = window.back()?.0;
+    let mut v: Vec<f64> = window
+        .iter()
+        .rev()
+        .take_while(|(t, _)| *t >= last - STATS_WINDOW_S)
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite())
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
+    Some(json!({
+        "n": n,
+        "mean": v.iter().sum::<f64>() / n as f64,
+        "min": v[0],
+        "max": v[n - 1],
+        "p50": q(0.5),
+        "p99": q(0.99),
+    }))
 }
 
 /// Per-type counters for rates.
@@ -141,6 +161,91 @@ impl TypeCount {
     }
 }
 
+/// What the hub keeps of one event type of one program, indexed by field position so that
+/// an event is taken in without a lookup by name.
+#[derive(Debug)]
+struct TypeState {
+    schema: Schema,
+    count: TypeCount,
+    /// Per field: its series, for scalar (numeric) fields.
+    series: Vec<Option<Series>>,
+    /// Per field: for integer fields still taken as a group key (domain, worker, rank), the
+    /// latest value of every field per key value (NaN: none yet).
+    groups: Vec<Option<BTreeMap<i64, Vec<f64>>>>,
+    alert: bool,
+}
+
+impl TypeState {
+    fn new(schema: Schema) -> Self {
+        let series = schema
+            .fields
+            .iter()
+            .map(|f| f.ty.scalar().map(|_| Series::default()))
+            .collect();
+        let groups = schema
+            .fields
+            .iter()
+            .map(|f| {
+                matches!(
+                    f.ty.scalar(),
+                    Some(
+                        ScalarType::I8
+                            | ScalarType::I16
+                            | ScalarType::I32
+                            | ScalarType::I64
+                            | ScalarType::U8
+                            | ScalarType::U16
+                            | ScalarType::U32
+                            | ScalarType::U64
+                    )
+                )
+                .then(BTreeMap::new)
+            })
+            .collect();
+        TypeState {
+            alert: schema.name == ALERT_EVENT,
+            schema,
+            count: TypeCount::default(),
+            series,
+            groups,
+        }
+    }
+}
+
+/// The event type whose events feed the alerts panel.
+const ALERT_EVENT: &str = "gyr.alert";
+
+/// What the hub knows of one thread of a program.
+#[derive(Debug, Default)]
+struct ThreadState {
+    name: String,
+    count: TypeCount,
+    /// The highest sequence number taken in: a record seen twice (a program that both pushes
+    /// and is attached, for a moment) is taken once.
+    last_seq: Option<u64>,
+}
+
+/// How the hub knows a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Found in the announcement directory and attached to.
+    Attached,
+    /// It connected and pushes its stream (`GYR_HUB`).
+    Pushed,
+    /// Read from a trace file.
+    Replay,
+}
+
+impl Source {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Source::Attached => "attached",
+            Source::Pushed => "pushed",
+            Source::Replay => "replay",
+        }
+    }
+}
+
 /// One watched program.
 #[derive(Debug)]
 pub(crate) struct Process {
@@ -148,42 +253,32 @@ pub(crate) struct Process {
     pub(crate) command_line: Vec<String>,
     /// When it started (from its announcement): tells a new program from an old one's pid.
     pub(crate) started_unix_ns: u64,
+    /// Wall-clock time of its timestamp 0 (for trace files written by the hub).
+    pub(crate) clock_zero_unix_ns: u64,
+    pub(crate) host: String,
+    pub(crate) source: Source,
     pub(crate) alive: bool,
     pub(crate) status: Option<v1::StatusReply>,
     pub(crate) objects: Option<v1::ListObjectsReply>,
     pub(crate) sensors: Option<v1::SensorsReply>,
-    /// Events the hub received from it, and events its stream said the hub missed.
+    /// Events the hub took in from it, and events its stream said the hub missed.
     pub(crate) received: u64,
     pub(crate) missed: u64,
-    types: BTreeMap<String, TypeCount>,
-    threads: BTreeMap<u64, (String, TypeCount)>,
-    series: BTreeMap<(String, String), Series>,
-    /// (type, group field) → group value → field → latest value.
-    groups: BTreeMap<(String, String), BTreeMap<i64, BTreeMap<String, f64>>>,
-    /// Integer fields that had too many distinct values to be a group key.
-    not_groups: std::collections::BTreeSet<(String, String)>,
+    /// Records of a type whose schema never arrived, or too short for it.
+    pub(crate) unreadable: u64,
+    types: HashMap<u32, TypeState>,
+    threads: BTreeMap<u64, ThreadState>,
+    /// The stream's schemas and threads as they arrived: what a new subscriber of the hub or
+    /// a trace file needs before the records.
+    pub(crate) wire_schemas: Vec<v1::Schema>,
+    pub(crate) wire_threads: Vec<v1::ThreadInfo>,
+    /// Steering-log entries, as the gRPC API gives them, and as the pages get them.
+    pub(crate) log_entries: VecDeque<v1::LogEntry>,
     log: VecDeque<Json>,
     fresh_log: Vec<Json>,
     fresh_alerts: Vec<Json>,
     alerts: VecDeque<Json>,
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::UInt(u) => Some(*u as f64),
-        Value::Float(x) => Some(*x),
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        _ => None,
-    }
-}
-
-fn integer(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) => Some(*i),
-        Value::UInt(u) => i64::try_from(*u).ok(),
-        _ => None,
-    }
+    scratch: Vec<f64>,
 }
 
 /// The id of a series in the UI protocol: `pid/type/field`.
@@ -192,47 +287,134 @@ pub(crate) fn series_id(pid: u32, type_name: &str, field: &str) -> String {
 }
 
 impl Process {
-    pub(crate) fn new(pid: u32, command_line: Vec<String>, started_unix_ns: u64) -> Self {
+    pub(crate) fn new(
+        pid: u32,
+        command_line: Vec<String>,
+        started_unix_ns: u64,
+        source: Source,
+    ) -> Self {
         Process {
             pid,
             command_line,
             started_unix_ns,
-            alive: true,
+            clock_zero_unix_ns: started_unix_ns,
+            host: String::new(),
+            source,
+            alive: source != Source::Replay,
             status: None,
             objects: None,
             sensors: None,
             received: 0,
             missed: 0,
-            types: BTreeMap::new(),
+            unreadable: 0,
+            types: HashMap::new(),
             threads: BTreeMap::new(),
-            series: BTreeMap::new(),
-            groups: BTreeMap::new(),
-            not_groups: Default::default(),
+            wire_schemas: Vec::new(),
+            wire_threads: Vec::new(),
+            log_entries: VecDeque::new(),
             log: VecDeque::new(),
             fresh_log: Vec::new(),
             fresh_alerts: Vec::new(),
             alerts: VecDeque::new(),
+            scratch: Vec::new(),
         }
     }
 
-    /// Takes in one event: counts, series, groups, alerts.
-    pub(crate) fn ingest(&mut self, e: &Event) {
-        self.received += 1;
-        self.types.entry(e.type_name.clone()).or_default().count += 1;
-        let th = self
-            .threads
-            .entry(e.thread)
-            .or_insert_with(|| (e.thread_name.clone(), TypeCount::default()));
-        th.1.count += 1;
-        if th.0.is_empty() && !e.thread_name.is_empty() {
-            th.0 = e.thread_name.clone();
+    /// Learns an event type.
+    pub(crate) fn add_schema(&mut self, schema: Schema) {
+        if self
+            .types
+            .get(&schema.id)
+            .is_some_and(|t| t.schema == schema)
+        {
+            return;
         }
-        let t = e.t_ns as f64 / 1e9;
-        if e.type_name == "gyr.alert" {
-            let fields: serde_json::Map<String, Json> = e
-                .fields
+        self.wire_schemas
+            .push(gyr_proto::events::wire_schema(&schema));
+        self.types.insert(schema.id, TypeState::new(schema));
+    }
+
+    /// Learns a thread's name.
+    pub(crate) fn add_thread(&mut self, t: &ThreadInfo) {
+        let th = self.threads.entry(t.id).or_default();
+        if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
+            th.name = t.name.clone();
+            self.wire_threads.push(gyr_proto::events::wire_thread(t));
+        }
+    }
+
+    /// Takes in one batch of the program's stream; returns the events taken in.
+    pub(crate) fn ingest_batch(&mut self, b: &v1::EventBatch) -> u64 {
+        self.missed += b.lost;
+        for s in &b.schemas {
+            match gyr_proto::events::schema(s) {
+                Some(s) => self.add_schema(s),
+                None => self.unreadable += 1,
+            }
+        }
+        for t in &b.threads {
+            self.add_thread(&gyr_proto::events::thread(t));
+        }
+        let before = self.received;
+        for block in &b.blocks {
+            for r in Records::new(block.thread, &block.records) {
+                match r {
+                    Ok(r) => self.ingest_record(block.thread, &r.header, r.payload),
+                    Err(_) => {
+                        self.unreadable += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        self.received - before
+    }
+
+    /// Takes in one record: counts, series, groups, alerts.
+    pub(crate) fn ingest_record(&mut self, thread: u64, h: &RecordHeader, payload: &[u8]) {
+        let th = self.threads.entry(thread).or_default();
+        if th.last_seq.is_some_and(|l| h.seq <= l) {
+            return;
+        }
+        th.last_seq = Some(h.seq);
+        let Some(ts) = self.types.get_mut(&h.type_id) else {
+            self.unreadable += 1;
+            return;
+        };
+        if !gyr_core::value::numbers(&ts.schema, payload, &mut self.scratch) {
+            self.unreadable += 1;
+            return;
+        }
+        th.count.count += 1;
+        ts.count.count += 1;
+        self.received += 1;
+        let t = h.timestamp as f64 / 1e9;
+        let v = &self.scratch;
+        for (s, x) in ts.series.iter_mut().zip(v) {
+            if let Some(s) = s {
+                s.push(t, *x);
+            }
+        }
+        for i in 0..ts.groups.len() {
+            let Some(g) = &mut ts.groups[i] else { continue };
+            let key = v[i] as i64;
+            if !g.contains_key(&key) && g.len() >= MAX_GROUPS {
+                ts.groups[i] = None;
+                continue;
+            }
+            let latest = g.entry(key).or_insert_with(|| vec![f64::NAN; v.len()]);
+            for (j, x) in v.iter().enumerate() {
+                if j != i && x.is_finite() {
+                    latest[j] = *x;
+                }
+            }
+        }
+        if ts.alert {
+            let fields: serde_json::Map<String, Json> = decode(&ts.schema, payload)
+                .unwrap_or_default()
                 .iter()
-                .map(|(k, v)| (k.clone(), Json::String(v.to_string())))
+                .zip(&ts.schema.fields)
+                .map(|(v, f)| (f.name.clone(), Json::String(v.to_string())))
                 .collect();
             let a = json!({"pid": self.pid, "t": t, "fields": fields});
             self.alerts.push_back(a.clone());
@@ -240,36 +422,6 @@ impl Process {
                 self.alerts.pop_front();
             }
             self.fresh_alerts.push(a);
-        }
-        for (name, v) in &e.fields {
-            if let Some(x) = number(v) {
-                self.series
-                    .entry((e.type_name.clone(), name.clone()))
-                    .or_default()
-                    .push(t, x);
-            }
-        }
-        // Group keys: integer fields with few distinct values (domain, worker, rank).
-        for (gname, gv) in &e.fields {
-            let Some(g) = integer(gv) else { continue };
-            let key = (e.type_name.clone(), gname.clone());
-            if self.not_groups.contains(&key) {
-                continue;
-            }
-            let groups = self.groups.entry(key.clone()).or_default();
-            if !groups.contains_key(&g) && groups.len() >= MAX_GROUPS {
-                self.groups.remove(&key);
-                self.not_groups.insert(key);
-                continue;
-            }
-            let latest = groups.entry(g).or_default();
-            for (name, v) in &e.fields {
-                if name != gname
-                    && let Some(x) = number(v)
-                {
-                    latest.insert(name.clone(), x);
-                }
-            }
         }
     }
 
@@ -287,42 +439,94 @@ impl Process {
             self.log.pop_front();
         }
         self.fresh_log.push(j);
+        self.log_entries.push_back(v1::LogEntry {
+            pid: self.pid,
+            ..e.clone()
+        });
+        if self.log_entries.len() > LOG_ENTRIES {
+            self.log_entries.pop_front();
+        }
     }
 
-    /// Windowed statistics of every series and the latest values per group, by series id.
+    /// Every series: (type, field, series).
+    fn series_mut(&mut self) -> impl Iterator<Item = (&str, &str, &mut Series)> {
+        self.types.values_mut().flat_map(|ts| {
+            let TypeState { schema, series, .. } = ts;
+            series
+                .iter_mut()
+                .zip(&schema.fields)
+                .filter_map(|(s, f)| Some((schema.name.as_str(), f.name.as_str(), s.as_mut()?)))
+        })
+    }
+
+    /// Windowed statistics of every series with new values (`all`: of every series), and the
+    /// latest values per group, by series id.
     fn analyses(
-        &self,
+        &mut self,
+        all: bool,
         stats: &mut serde_json::Map<String, Json>,
         groups: &mut serde_json::Map<String, Json>,
     ) {
-        for ((ty, f), s) in &self.series {
-            if let Some(st) = s.stats() {
-                stats.insert(series_id(self.pid, ty, f), st);
+        let pid = self.pid;
+        for (ty, f, s) in self.series_mut() {
+            if (all || s.dirty)
+                && let Some(st) = s.stats()
+            {
+                stats.insert(series_id(pid, ty, f), st.clone());
             }
         }
-        for ((ty, g), by) in &self.groups {
-            groups.insert(series_id(self.pid, ty, g), json!(by));
+        for ts in self.types.values() {
+            for (i, g) in ts.groups.iter().enumerate() {
+                let Some(g) = g else { continue };
+                if g.is_empty() {
+                    continue;
+                }
+                let by: serde_json::Map<String, Json> = g
+                    .iter()
+                    .map(|(k, latest)| {
+                        let fields: serde_json::Map<String, Json> = latest
+                            .iter()
+                            .zip(&ts.schema.fields)
+                            .filter(|(x, _)| x.is_finite())
+                            .map(|(x, f)| (f.name.clone(), json!(x)))
+                            .collect();
+                        (k.to_string(), Json::Object(fields))
+                    })
+                    .collect();
+                groups.insert(
+                    series_id(pid, &ts.schema.name, &ts.schema.fields[i].name),
+                    Json::Object(by),
+                );
+            }
         }
     }
 
     /// The process as the UI shows it (without series).
     fn summary(&mut self, now: Instant) -> Json {
-        let rates: serde_json::Map<String, Json> = self
-            .types
-            .iter_mut()
-            .map(|(k, c)| (k.clone(), json!({"count": c.count, "rate": c.rate(now)})))
+        let mut types: Vec<&mut TypeState> = self.types.values_mut().collect();
+        types.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+        let rates: serde_json::Map<String, Json> = types
+            .into_iter()
+            .map(|t| {
+                (
+                    t.schema.name.clone(),
+                    json!({"count": t.count.count, "rate": t.count.rate(now)}),
+                )
+            })
             .collect();
         let threads: Vec<Json> = self
             .threads
             .iter_mut()
-            .map(|(id, (name, c))| {
-                json!({"id": id, "name": name, "count": c.count, "rate": c.rate(now)})
+            .filter(|(_, t)| t.count.count > 0 || !t.name.is_empty())
+            .map(|(id, t)| {
+                json!({"id": id, "name": t.name, "count": t.count.count, "rate": t.count.rate(now)})
             })
             .collect();
         let state = self.status.as_ref().and_then(|s| s.state.clone());
         json!({
             "pid": self.pid,
             "command": self.command_line.join(" "),
+            "source": self.source.name(),
             "alive": self.alive,
             "state": state.as_ref().map(|s| s.text.clone()).unwrap_or_default(),
             "paused": state.as_ref().is_some_and(|s| s.kind == v1::run_state::Kind::Paused as i32),
@@ -330,11 +534,25 @@ impl Process {
             "lost": self.status.as_ref().map(|s| s.lost).unwrap_or(0),
             "received": self.received,
             "missed": self.missed,
+            "unreadable": self.unreadable,
             "types": rates,
             "threads": threads,
             "objects": self.objects.as_ref().map(objects_json).unwrap_or(Json::Null),
             "sensors": self.sensors.as_ref().map(sensors_json).unwrap_or(Json::Null),
         })
+    }
+
+    /// The program as the gRPC API lists it.
+    pub(crate) fn info(&self) -> v1::ProcessInfo {
+        v1::ProcessInfo {
+            pid: self.pid,
+            command_line: self.command_line.clone(),
+            alive: self.alive,
+            started_unix_ns: self.started_unix_ns,
+            events: self.received,
+            lost: self.missed + self.status.as_ref().map(|s| s.lost).unwrap_or(0),
+            source: self.source.name().into(),
+        }
     }
 }
 
@@ -412,55 +630,79 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// What changed since the last update: processes, fresh series points, statistics,
-    /// groups, new log entries and alerts.
-    pub(crate) fn update(&mut self, now: Instant) -> Json {
-        let mut processes = Vec::new();
+    /// What changed since the last update: fresh series points and the provisional point of
+    /// every series that moved, new log entries and alerts; with `full`, also every program's
+    /// summary (state, objects, sensors, rates), the statistics of the series that moved and
+    /// the groups (these cost more, and change slower than the eye follows).
+    pub(crate) fn update(&mut self, now: Instant, full: bool) -> Json {
+        let processes = full;
+        let mut summaries = Vec::new();
         let mut points = serde_json::Map::new();
+        let mut live = serde_json::Map::new();
         let mut stats = serde_json::Map::new();
         let mut groups = serde_json::Map::new();
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
-            processes.push(p.summary(now));
-            for ((ty, f), s) in &mut p.series {
+            if processes {
+                summaries.push(p.summary(now));
+            }
+            let pid = p.pid;
+            for (ty, f, s) in p.series_mut() {
+                if !s.moved {
+                    continue;
+                }
+                s.moved = false;
                 let fresh = s.take_fresh();
                 if !fresh.is_empty() {
-                    points.insert(series_id(p.pid, ty, f), json!(fresh));
+                    points.insert(series_id(pid, ty, f), json!(fresh));
+                }
+                if let Some(l) = s.live() {
+                    live.insert(series_id(pid, ty, f), json!(l));
                 }
             }
-            p.analyses(&mut stats, &mut groups);
+            if full {
+                p.analyses(false, &mut stats, &mut groups);
+            }
             log.append(&mut p.fresh_log);
             alerts.append(&mut p.fresh_alerts);
         }
-        json!({
+        let mut u = json!({
             "t": "update",
-            "processes": processes,
             "points": points,
-            "stats": stats,
-            "groups": groups,
+            "live": live,
             "log": log,
             "alerts": alerts,
-        })
+        });
+        if full {
+            u["processes"] = Json::Array(summaries);
+            u["stats"] = Json::Object(stats);
+            u["groups"] = Json::Object(groups);
+        }
+        u
     }
 
     /// Everything a newly connected page needs: the history of every series, the whole log.
     pub(crate) fn snapshot(&mut self, now: Instant) -> Json {
         let mut processes = Vec::new();
         let mut points = serde_json::Map::new();
+        let mut live = serde_json::Map::new();
         let mut stats = serde_json::Map::new();
         let mut groups = serde_json::Map::new();
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
             processes.push(p.summary(now));
-            for ((ty, f), s) in &p.series {
-                points.insert(
-                    series_id(p.pid, ty, f),
-                    json!(s.points.iter().collect::<Vec<_>>()),
-                );
+            let pid = p.pid;
+            for (ty, f, s) in p.series_mut() {
+                // Fresh points are in the history already; they must not come again.
+                s.fresh.clear();
+                points.insert(series_id(pid, ty, f), json!(s.points));
+                if let Some(l) = s.live() {
+                    live.insert(series_id(pid, ty, f), json!(l));
+                }
             }
-            p.analyses(&mut stats, &mut groups);
+            p.analyses(true, &mut stats, &mut groups);
             log.extend(p.log.iter().cloned());
             alerts.extend(p.alerts.iter().cloned());
         }
@@ -470,6 +712,7 @@ impl Model {
             "stats_window_s": STATS_WINDOW_S,
             "processes": processes,
             "points": points,
+            "live": live,
             "stats": stats,
             "groups": groups,
             "log": log,
@@ -481,65 +724,117 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gyr_core::{Field, FieldType, Value};
 
-    fn event(t_ns: u64, ty: &str, fields: &[(&str, Value)]) -> Event {
-        Event {
-            t_ns,
-            thread: 1,
-            thread_name: "main".into(),
-            type_name: ty.into(),
-            fields: fields
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect(),
+    /// A batch of one thread's events of one type, as a program's stream carries it.
+    pub(crate) fn batch(
+        schema: &Schema,
+        events: &[(u64, Vec<Value>)],
+        seq0: u64,
+    ) -> v1::EventBatch {
+        let mut records = Vec::new();
+        for (i, (t, values)) in events.iter().enumerate() {
+            let payload = gyr_core::value::encode(schema, values).unwrap();
+            gyr_core::record::push_record(
+                &mut records,
+                schema.id,
+                *t,
+                seq0 + i as u64,
+                0,
+                &payload,
+            );
         }
+        v1::EventBatch {
+            schemas: vec![gyr_proto::events::wire_schema(schema)],
+            threads: vec![v1::ThreadInfo {
+                id: 1,
+                name: "main".into(),
+                os_tid: 1,
+            }],
+            blocks: vec![v1::RecordBlock {
+                thread: 1,
+                records: records.into(),
+            }],
+            lost: 0,
+            pid: 0,
+        }
+    }
+
+    fn series<'a>(p: &'a mut Process, ty: &str, f: &str) -> &'a mut Series {
+        p.series_mut()
+            .find(|(t, n, _)| *t == ty && *n == f)
+            .map(|(_, _, s)| s)
+            .unwrap()
     }
 
     #[test]
     fn series_are_decimated_to_one_mean_per_bucket() {
-        let mut p = Process::new(7, vec![], 0);
+        let schema = Schema::new(3, "step_time", vec![Field::new("ms", FieldType::F64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
         // 1000 events in 0.1 s: five buckets of 20 ms.
-        for i in 0..1000u64 {
-            p.ingest(&event(
-                i * 100_000,
-                "step_time",
-                &[("ms", Value::Float((i % 2) as f64))],
-            ));
-        }
-        let s = p
-            .series
-            .get_mut(&("step_time".into(), "ms".into()))
-            .unwrap();
-        let a = s.take_fresh();
-        let b = s.take_fresh();
-        let pts: Vec<_> = a.into_iter().chain(b).collect();
-        assert_eq!(pts.len(), 5, "{pts:?}");
+        let events: Vec<_> = (0..1000u64)
+            .map(|i| (i * 100_000, vec![Value::Float((i % 2) as f64)]))
+            .collect();
+        assert_eq!(p.ingest_batch(&batch(&schema, &events, 1)), 1000);
+        // The same records again (a program both pushing and attached) are taken once.
+        assert_eq!(p.ingest_batch(&batch(&schema, &events, 1)), 0);
+        let s = series(&mut p, "step_time", "ms");
+        let pts = s.take_fresh();
+        assert_eq!(pts.len(), 4, "the fifth bucket is still open: {pts:?}");
         assert!(pts.iter().all(|(_, v)| (*v - 0.5).abs() < 1e-9));
-        let st = s.stats().unwrap();
+        let live = s.live().unwrap();
+        assert!((live.0 - 0.09).abs() < 1e-9 && (live.1 - 0.5).abs() < 1e-9);
+        let st = s.stats().unwrap().clone();
         assert_eq!(st["n"], 1000);
         assert_eq!(st["max"], 1.0);
+        assert!(!s.dirty, "statistics are recomputed only after new values");
     }
 
     #[test]
     fn small_integer_fields_become_groups_and_large_ones_do_not() {
-        let mut p = Process::new(7, vec![], 0);
-        for i in 0..200u64 {
-            p.ingest(&event(
-                i,
-                "domain_work",
-                &[
-                    ("domain", Value::UInt(i % 4)),
-                    ("step", Value::UInt(i)),
-                    ("seconds", Value::Float(i as f64)),
-                ],
-            ));
-        }
-        let g = &p.groups[&("domain_work".to_string(), "domain".to_string())];
-        assert_eq!(g.len(), 4);
-        assert_eq!(g[&3]["seconds"], 199.0);
-        assert!(
-            !p.groups
-                .contains_key(&("domain_work".to_string(), "step".to_string()))
-        );
+        let schema = Schema::new(
+            4,
+            "domain_work",
+            vec![
+                Field::new("domain", FieldType::U32),
+                Field::new("step", FieldType::U64),
+                Field::new("label", FieldType::Str),
+                Field::new("seconds", FieldType::F64),
+            ],
+        )
+        .unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        let events: Vec<_> = (0..200u64)
+            .map(|i| {
+                (
+                    i,
+                    vec![
+                        Value::UInt(i % 4),
+                        Value::UInt(i),
+                        Value::Str("x".into()),
+                        Value::Float(i as f64),
+                    ],
+                )
+            })
+            .collect();
+        p.ingest_batch(&batch(&schema, &events, 0));
+        let (mut stats, mut groups) = Default::default();
+        p.analyses(true, &mut stats, &mut groups);
+        let g = &groups["7/domain_work/domain"];
+        assert_eq!(g.as_object().unwrap().len(), 4);
+        assert_eq!(g["3"]["seconds"], 199.0);
+        assert!(g["3"].get("label").is_none());
+        assert!(!groups.contains_key("7/domain_work/step"));
+        assert_eq!(stats["7/domain_work/seconds"]["max"], 199.0);
+    }
+
+    #[test]
+    fn records_without_a_schema_are_counted_not_misread() {
+        let schema = Schema::new(5, "x", vec![Field::new("v", FieldType::F64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Pushed);
+        let mut b = batch(&schema, &[(1, vec![Value::Float(1.0)])], 0);
+        b.schemas.clear();
+        assert_eq!(p.ingest_batch(&b), 0);
+        assert_eq!(p.unreadable, 1);
     }
 }

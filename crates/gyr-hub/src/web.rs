@@ -5,10 +5,9 @@
 //! programs' state, not through the page that made them.
 
 use crate::Shared;
-use crate::input::request;
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -38,6 +37,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             "/vendor/{file}",
             get(|Path(f): Path<String>| async move { asset::<Vendor>(&f) }),
         )
+        .route("/api/access", get(access))
         .route("/api/state", get(state))
         .route("/ws", get(ws))
         .route(
@@ -61,8 +61,40 @@ fn asset<E: RustEmbed>(path: &str) -> Response {
     }
 }
 
-async fn state(State(shared): State<Arc<Shared>>) -> Response {
-    let snap = shared.lock().snapshot(Instant::now());
+/// The `token` query parameter pages pass (WebSockets cannot carry headers from a browser).
+#[derive(Debug, serde::Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+fn refuse(shared: &Shared, token: Option<&str>) -> Response {
+    let msg = if token.is_some() {
+        "the token is not valid for this hub"
+    } else if shared.access.guarded() {
+        "this hub needs a token"
+    } else {
+        "refused"
+    };
+    (StatusCode::UNAUTHORIZED, msg.to_owned()).into_response()
+}
+
+/// Whether the hub asks for a token, and what the given one allows: the page asks first.
+async fn access(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -> Response {
+    let allowed = shared.access.check(q.token.as_deref());
+    let j = json!({
+        "guarded": shared.access.guarded(),
+        "ok": allowed.is_some(),
+        "steer": allowed == Some(true),
+        "replay": shared.replay.is_some(),
+    });
+    ([(header::CONTENT_TYPE, "application/json")], j.to_string()).into_response()
+}
+
+async fn state(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -> Response {
+    if shared.access.check(q.token.as_deref()).is_none() {
+        return refuse(&shared, q.token.as_deref());
+    }
+    let snap = snapshot(&shared);
     (
         [(header::CONTENT_TYPE, "application/json")],
         snap.to_string(),
@@ -70,8 +102,25 @@ async fn state(State(shared): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn ws(upgrade: WebSocketUpgrade, State(shared): State<Arc<Shared>>) -> Response {
-    upgrade.on_upgrade(move |socket| page(socket, shared))
+async fn ws(
+    upgrade: WebSocketUpgrade,
+    State(shared): State<Arc<Shared>>,
+    Query(q): Query<TokenQuery>,
+) -> Response {
+    let Some(steer) = shared.access.check(q.token.as_deref()) else {
+        return refuse(&shared, q.token.as_deref());
+    };
+    upgrade.on_upgrade(move |socket| page(socket, shared, steer))
+}
+
+/// Everything a page needs to start from.
+fn snapshot(shared: &Shared) -> Json {
+    let mut snap = shared.lock().snapshot(Instant::now());
+    if let Some(r) = &shared.replay {
+        snap["replay"] = r.state();
+    }
+    snap["hub"] = shared.hub_state();
+    snap
 }
 
 async fn send(socket: &mut WebSocket, j: &Json) -> bool {
@@ -82,15 +131,24 @@ async fn send(socket: &mut WebSocket, j: &Json) -> bool {
 }
 
 /// One browser page, until it goes away.
-async fn page(mut socket: WebSocket, shared: Arc<Shared>) {
+async fn page(mut socket: WebSocket, shared: Arc<Shared>, steer: bool) {
     let mut updates = shared.updates.subscribe();
-    let snap = shared.lock().snapshot(Instant::now());
+    let generation = || shared.replay.as_ref().map(|r| r.generation());
+    let mut seen = generation();
+    let snap = snapshot(&shared);
     if !send(&mut socket, &snap).await {
         return;
     }
     loop {
         tokio::select! {
             u = updates.recv() => match u {
+                // A replay seek started the analyses over: a fresh snapshot replaces the page's.
+                Ok(_) if generation() != seen => {
+                    seen = generation();
+                    if !send(&mut socket, &snapshot(&shared)).await {
+                        return;
+                    }
+                }
                 Ok(text) => {
                     if socket.send(Message::Text(text.as_str().into())).await.is_err() {
                         return;
@@ -98,8 +156,7 @@ async fn page(mut socket: WebSocket, shared: Arc<Shared>) {
                 }
                 // The page fell behind: it gets a fresh snapshot instead of a backlog.
                 Err(RecvError::Lagged(_)) => {
-                    let snap = shared.lock().snapshot(Instant::now());
-                    if !send(&mut socket, &snap).await {
+                    if !send(&mut socket, &snapshot(&shared)).await {
                         return;
                     }
                 }
@@ -107,7 +164,7 @@ async fn page(mut socket: WebSocket, shared: Arc<Shared>) {
             },
             m = socket.recv() => match m {
                 Some(Ok(Message::Text(t))) => {
-                    let reply = command(&shared, t.as_str()).await;
+                    let reply = command(&shared, t.as_str(), steer).await;
                     if !send(&mut socket, &reply).await {
                         return;
                     }
@@ -127,13 +184,20 @@ fn text_arg(v: &Json) -> v1::Value {
 }
 
 /// Runs one command from a page and says how it went: `{t: "reply", id, ok, result | error}`.
-pub(crate) async fn command(shared: &Shared, text: &str) -> Json {
+pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> Json {
     let parsed: Result<Json, _> = serde_json::from_str(text);
     let (id, result) = match parsed {
         Err(e) => (Json::Null, Err(format!("not a JSON command: {e}"))),
         Ok(cmd) => {
             let id = cmd.get("id").cloned().unwrap_or(Json::Null);
-            (id, run(shared, &cmd).await)
+            let r = if cmd["op"] == "replay" {
+                replay_command(shared, &cmd)
+            } else if steer {
+                run(shared, &cmd).await
+            } else {
+                Err("this page has a watch-only token: open it with the hub's steer token to change programs".to_owned())
+            };
+            (id, r)
         }
     };
     match result {
@@ -142,19 +206,35 @@ pub(crate) async fn command(shared: &Shared, text: &str) -> Json {
     }
 }
 
+/// Play, pause, speed, seek: what pages see changes for every page, so any page may do it.
+fn replay_command(shared: &Shared, cmd: &Json) -> Result<String, String> {
+    let r = shared
+        .replay
+        .as_ref()
+        .ok_or("the hub is not replaying: replay commands need `gyr hub --replay FILE...`")?;
+    r.command(cmd["action"].as_str().unwrap_or(""), cmd["value"].as_f64())
+}
+
 async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
     let op = cmd["op"].as_str().unwrap_or("");
     let pid = cmd["pid"]
         .as_u64()
         .and_then(|p| u32::try_from(p).ok())
         .ok_or("the command names no program (pid)")?;
-    let mut c = shared
-        .clients
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&pid)
-        .cloned()
-        .ok_or_else(|| format!("program {pid} is not attached (it may have exited)"))?;
+    let pc = shared.clients().get(&pid).cloned().ok_or_else(|| {
+        let m = shared.lock();
+        match m.processes.get(&pid) {
+            Some(p) if p.source == crate::model::Source::Replay => {
+                format!(
+                    "program {pid} is a recording being replayed: it can be watched, not steered"
+                )
+            }
+            Some(p) if !p.alive => format!("program {pid} has ended"),
+            Some(_) => format!("the hub cannot reach program {pid}'s server to steer it"),
+            None => format!("the hub watches no program {pid}"),
+        }
+    })?;
+    let mut c = pc.inner.clone();
     let who = "gyr-web";
     let s = |e: tonic::Status| e.message().to_owned();
     match op {
@@ -162,7 +242,7 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
             let path = cmd["path"].as_str().ok_or("set needs a path")?;
             let value = text_arg(&cmd["value"]);
             let r = c
-                .set(request(
+                .set(pc.req(
                     v1::SetRequest {
                         writes: vec![v1::PathValue {
                             path: path.to_owned(),
@@ -194,7 +274,7 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
                 .map(|a| a.iter().map(text_arg).collect())
                 .unwrap_or_default();
             let r = c
-                .call(request(
+                .call(pc.req(
                     v1::CallRequest {
                         target: target.to_owned(),
                         args,
@@ -217,7 +297,7 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
                 other => return Err(format!("unknown control action `{other}`")),
             };
             let r = c
-                .control(request(
+                .control(pc.req(
                     v1::ControlRequest {
                         action: action as i32,
                         steps: cmd["steps"].as_u64().unwrap_or(1),
@@ -257,7 +337,7 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
                     ));
                 }
             }
-            c.sensor_control(request(req, who)).await.map_err(s)?;
+            c.sensor_control(pc.req(req, who)).await.map_err(s)?;
             Ok(format!(
                 "{} {setting}",
                 if ty.is_empty() { "all sensors" } else { ty }

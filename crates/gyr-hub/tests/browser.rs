@@ -54,7 +54,9 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
     );
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
         socket_dir: dir.path().to_owned(),
+        ..Default::default()
     })
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

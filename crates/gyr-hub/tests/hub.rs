@@ -123,7 +123,9 @@ fn the_hub_watches_and_steers_a_running_program() {
     let pid = program.0.id();
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
         socket_dir: dir.path().to_owned(),
+        ..Default::default()
     })
     .unwrap();
     // Found without being told, and its events arrive.
@@ -205,7 +207,13 @@ fn the_hub_watches_and_steers_a_running_program() {
             "{r}"
         );
         let r = command(&mut a, json!({"op": "set", "id": 6, "pid": 1})).await;
-        assert!(r["error"].as_str().unwrap().contains("not attached"), "{r}");
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .contains("watches no program 1"),
+            "{r}"
+        );
         ws_text(&mut a, "{not json").await;
     });
     assert!(

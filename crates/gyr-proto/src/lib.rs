@@ -19,6 +19,11 @@ pub mod connect;
 mod convert;
 pub mod events;
 pub use convert::Incoming;
+/// The shared byte buffer record blocks travel in.
+pub use prost::bytes::Bytes;
+
+/// The request header that names the program a call is about, on a hub (which serves many).
+pub const PROCESS_HEADER: &str = "x-gyr-process";
 
 /// The protocol version this crate speaks; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -173,6 +173,8 @@ impl Builder {
     /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
     /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
     /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token | none |
+    /// | `GYR_HUB` | push the event stream to the hub at this `host:port` | none |
+    /// | `GYR_HUB_TOKEN` | the hub's token, when it listens beyond this machine | none |
     /// | `GYR_SOCKET_DIR` | where programs announce themselves | `$XDG_RUNTIME_DIR/gyr` or `/tmp/gyr-<uid>` |
     pub fn with_default_env(mut self) -> Self {
         let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -261,6 +263,20 @@ impl Builder {
             if let Some(v) = var("GYR_READ_TOKEN") {
                 self.config.server.read_token = Some(v);
             }
+            if let Some(v) = var("GYR_HUB") {
+                if v.contains(':') && !v.contains('/') {
+                    self.config.server.hub = Some(v);
+                } else {
+                    bad(
+                        "GYR_HUB",
+                        v,
+                        "give the hub's gRPC address as host:port, such as 127.0.0.1:7071",
+                    );
+                }
+            }
+            if let Some(v) = var("GYR_HUB_TOKEN") {
+                self.config.server.hub_token = Some(v);
+            }
         }
         self
     }
@@ -284,6 +300,16 @@ impl Builder {
         self.config.server.tcp = Some(addr);
         self.config.server.steer_token = steer_token;
         self.config.server.read_token = read_token;
+        self
+    }
+
+    /// Push the event stream to the hub at `addr` (`host:port`: the hub's gRPC address), with
+    /// its token if it listens beyond this machine. The hub can then also steer the program
+    /// through its server.
+    #[cfg(feature = "server")]
+    pub fn hub(mut self, addr: impl Into<String>, token: Option<String>) -> Self {
+        self.config.server.hub = Some(addr.into());
+        self.config.server.hub_token = token;
         self
     }
 

@@ -8,6 +8,7 @@
 //! object briefly, actuators wait for the program's synch points.
 
 pub mod discovery;
+mod publish;
 mod service;
 mod stream;
 
@@ -33,6 +34,9 @@ pub(crate) struct ServerConfig {
     pub(crate) tcp: Option<SocketAddr>,
     pub(crate) steer_token: Option<String>,
     pub(crate) read_token: Option<String>,
+    /// A hub to push the event stream to (`host:port`), and its token.
+    pub(crate) hub: Option<String>,
+    pub(crate) hub_token: Option<String>,
 }
 
 /// The running server; stopping it removes its socket and announcement.
@@ -96,9 +100,28 @@ pub(crate) fn start(
         std::fs::write(&path, token)?;
         files.push(path);
     }
+    let publisher = cfg.hub.clone().map(|hub| publish::Publisher {
+        hub,
+        token: cfg.hub_token.clone(),
+        hello: gyr_proto::v1::PublishHello {
+            pid,
+            command_line: command_line.clone(),
+            started_unix_ns,
+            clock_zero_unix_ns: started_unix_ns,
+            host: gyr_core::TraceHeader::for_this_process().host,
+            steer_address: match &tcp {
+                Some((a, _)) => a.to_string(),
+                None => socket.display().to_string(),
+            },
+            steer_token: steer_token.clone().unwrap_or_default(),
+            protocol_version: gyr_proto::PROTOCOL_VERSION,
+        },
+    });
+    let publish_fanout = fanout.clone();
     let ctx = Arc::new(ServiceContext {
         pid,
         command_line,
+        started_unix_ns,
         counters,
         fanout,
     });
@@ -129,6 +152,8 @@ pub(crate) fn start(
                 }
             };
             rt.block_on(async move {
+                let publishing =
+                    publisher.map(|p| tokio::spawn(publish::run(p, publish_fanout, rx.clone())));
                 let mut stopping = rx.clone();
                 let shutdown = async move {
                     let _ = stopping.wait_for(|s| *s).await;
@@ -175,6 +200,10 @@ pub(crate) fn start(
                 tokio::select! {
                     () = servers => {}
                     () = deadline => {}
+                }
+                // The hub gets the stream's last batches, within the same grace.
+                if let Some(p) = publishing {
+                    let _ = tokio::time::timeout(GRACE, p).await;
                 }
             });
         })?;

@@ -17,6 +17,7 @@ use tonic::{Request, Response, Status};
 pub(crate) struct ServiceContext {
     pub(crate) pid: u32,
     pub(crate) command_line: Vec<String>,
+    pub(crate) started_unix_ns: u64,
     pub(crate) counters: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
     pub(crate) fanout: Fanout,
 }
@@ -202,7 +203,36 @@ impl v1::gyr_server::Gyr for GyrService {
             command_line: self.ctx.command_line.clone(),
             can_steer,
             gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
+            hub: false,
         }))
+    }
+
+    async fn list_processes(
+        &self,
+        req: Request<v1::ListProcessesRequest>,
+    ) -> Result<Response<v1::ListProcessesReply>, Status> {
+        self.permission(&req)?;
+        let (events, lost) = (self.ctx.counters)();
+        Ok(Response::new(v1::ListProcessesReply {
+            processes: vec![v1::ProcessInfo {
+                pid: self.ctx.pid,
+                command_line: self.ctx.command_line.clone(),
+                alive: true,
+                started_unix_ns: self.ctx.started_unix_ns,
+                events,
+                lost,
+                source: "self".into(),
+            }],
+        }))
+    }
+
+    async fn publish(
+        &self,
+        _req: Request<tonic::Streaming<v1::PublishMessage>>,
+    ) -> Result<Response<v1::PublishReply>, Status> {
+        Err(Status::unimplemented(
+            "this is a program's own server, not a hub: publish to `gyr hub` (GYR_HUB=host:port)",
+        ))
     }
 
     async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
@@ -494,6 +524,7 @@ impl v1::gyr_server::Gyr for GyrService {
                         who: e.who,
                         action: e.action.to_string(),
                         error: e.result.err().unwrap_or_default(),
+                        pid: 0,
                     };
                     if tx.send(Ok(entry)).await.is_err() {
                         return;

@@ -8,6 +8,7 @@
 use crate::sink::Sink;
 use gyr_core::record::Records;
 use gyr_core::{Schema, ThreadInfo, TraceEnd};
+use gyr_proto::events::{wire_schema, wire_thread};
 use gyr_proto::v1;
 use std::collections::HashSet;
 use std::io;
@@ -45,29 +46,6 @@ pub(crate) struct Fanout {
 impl std::fmt::Debug for Fanout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Fanout")
-    }
-}
-
-fn wire_schema(s: &Schema) -> v1::Schema {
-    v1::Schema {
-        id: s.id,
-        name: s.name.clone(),
-        fields: s
-            .fields
-            .iter()
-            .map(|f| v1::FieldInfo {
-                name: f.name.clone(),
-                r#type: f.ty.to_string(),
-            })
-            .collect(),
-    }
-}
-
-fn wire_thread(t: &ThreadInfo) -> v1::ThreadInfo {
-    v1::ThreadInfo {
-        id: t.id,
-        name: t.name.clone(),
-        os_tid: t.os_tid,
     }
 }
 
@@ -153,15 +131,21 @@ impl Sink for FanoutSink {
         if st.subscribers.is_empty() {
             return Ok(());
         }
+        // One copy of the block, shared by every subscriber that takes all types.
+        let mut whole: Option<(gyr_proto::Bytes, u64)> = None;
         st.subscribers.retain_mut(|sub| {
             if sub.threads.as_ref().is_some_and(|t| !t.contains(&thread)) {
                 return true;
             }
             let (bytes, n) = if sub.types.is_none() {
-                (
-                    records.to_vec(),
-                    Records::new(thread, records).count() as u64,
-                )
+                whole
+                    .get_or_insert_with(|| {
+                        (
+                            gyr_proto::Bytes::copy_from_slice(records),
+                            Records::new(thread, records).count() as u64,
+                        )
+                    })
+                    .clone()
             } else {
                 let mut out = Vec::new();
                 let mut n = 0;
@@ -178,7 +162,7 @@ impl Sink for FanoutSink {
                         n += 1;
                     }
                 }
-                (out, n)
+                (out.into(), n)
             };
             if n == 0 {
                 return true;
@@ -191,6 +175,7 @@ impl Sink for FanoutSink {
                     records: bytes,
                 }],
                 lost: std::mem::take(&mut sub.lost),
+                pid: 0,
             };
             match sub.tx.try_send(Ok(batch)) {
                 Ok(()) => true,

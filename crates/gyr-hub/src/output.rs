@@ -1,0 +1,160 @@
+//! Output ports for gRPC clients of the hub: live event streams and the steering log of every
+//! program the hub watches, joined at any time by a new analysis or display (Falcon's
+//! attachable outputs). A subscriber names one program or takes them all; each batch carries
+//! its program's pid, and a subscriber gets a program's schemas and threads before its first
+//! records. Queues are bounded: a slow subscriber loses batches, counted in its next batch,
+//! and never slows the hub or another subscriber.
+
+use crate::model::Process;
+use gyr_core::record::{Records, push_record};
+use gyr_proto::v1;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use tokio::sync::mpsc::{Receiver, Sender, channel, error::TrySendError};
+
+/// Batches queued per subscriber before its batches are dropped and counted.
+const QUEUE: usize = 1024;
+
+type Item = Result<v1::EventBatch, tonic::Status>;
+
+struct Subscriber {
+    tx: Sender<Item>,
+    pid: Option<u32>,
+    types: Option<HashSet<String>>,
+    threads: Option<HashSet<u64>>,
+    /// (pid, started) of programs whose schemas and threads it has.
+    introduced: HashSet<(u32, u64)>,
+    lost: u64,
+}
+
+/// Every gRPC subscriber of the hub.
+pub(crate) struct Outputs {
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// New steering-log entries, with their pid.
+    pub(crate) log: tokio::sync::broadcast::Sender<v1::LogEntry>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Outputs")
+    }
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Outputs {
+            subscribers: Mutex::new(Vec::new()),
+            log: tokio::sync::broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Outputs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new subscriber to one program (`None`: all) and to `types` and `threads` (empty:
+    /// all).
+    pub(crate) fn subscribe(
+        &self,
+        pid: Option<u32>,
+        types: Vec<String>,
+        threads: Vec<u64>,
+    ) -> Receiver<Item> {
+        let (tx, rx) = channel(QUEUE);
+        self.lock().push(Subscriber {
+            tx,
+            pid,
+            types: (!types.is_empty()).then(|| types.into_iter().collect()),
+            threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
+            introduced: HashSet::new(),
+            lost: 0,
+        });
+        rx
+    }
+
+    /// Sends `batch`, just taken in from program `p`, to every subscriber that wants it.
+    pub(crate) fn forward(&self, p: &Process, batch: &v1::EventBatch) {
+        let mut subs = self.lock();
+        if subs.is_empty() {
+            return;
+        }
+        let key = (p.pid, p.started_unix_ns);
+        subs.retain_mut(|sub| {
+            if sub.pid.is_some_and(|pid| pid != p.pid) {
+                return true;
+            }
+            let wanted: Option<HashSet<u32>> = sub.types.as_ref().map(|names| {
+                p.wire_schemas
+                    .iter()
+                    .filter(|s| names.contains(&s.name))
+                    .map(|s| s.id)
+                    .collect()
+            });
+            let mut n = 0u64;
+            let blocks: Vec<v1::RecordBlock> = batch
+                .blocks
+                .iter()
+                .filter(|b| sub.threads.as_ref().is_none_or(|t| t.contains(&b.thread)))
+                .filter_map(|b| match &wanted {
+                    None => {
+                        n += Records::new(b.thread, &b.records).count() as u64;
+                        Some(b.clone())
+                    }
+                    Some(ids) => {
+                        let mut out = Vec::new();
+                        for r in Records::new(b.thread, &b.records).flatten() {
+                            if ids.contains(&r.header.type_id) {
+                                let h = r.header;
+                                push_record(
+                                    &mut out,
+                                    h.type_id,
+                                    h.timestamp,
+                                    h.seq,
+                                    h.perturbation,
+                                    r.payload,
+                                );
+                                n += 1;
+                            }
+                        }
+                        (!out.is_empty()).then(|| v1::RecordBlock {
+                            thread: b.thread,
+                            records: out.into(),
+                        })
+                    }
+                })
+                .collect();
+            let intro = !sub.introduced.contains(&key);
+            if blocks.is_empty() && !intro && batch.lost == 0 {
+                return true;
+            }
+            let (schemas, threads) = if intro {
+                (p.wire_schemas.clone(), p.wire_threads.clone())
+            } else {
+                (batch.schemas.clone(), batch.threads.clone())
+            };
+            let out = v1::EventBatch {
+                schemas,
+                threads,
+                blocks,
+                lost: std::mem::take(&mut sub.lost) + batch.lost,
+                pid: p.pid,
+            };
+            match sub.tx.try_send(Ok(out)) {
+                Ok(()) => {
+                    sub.introduced.insert(key);
+                    true
+                }
+                Err(TrySendError::Full(Ok(b))) => {
+                    sub.lost += b.lost + n;
+                    // What described the stream is sent again with the next batch that fits.
+                    sub.introduced.remove(&key);
+                    true
+                }
+                Err(TrySendError::Full(Err(_))) => true,
+                Err(TrySendError::Closed(_)) => false,
+            }
+        });
+    }
+}

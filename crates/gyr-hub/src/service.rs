@@ -1,0 +1,320 @@
+//! The hub's `gyr.v1.Gyr` service: the same API as a program's embedded server, with many
+//! programs behind it. A call about one program names it with the `x-gyr-process` header
+//! (optional when one live program is watched) and is forwarded to that program's server, so
+//! its answer (or refusal) is the program's own; the steering log names the caller "via hub".
+//! Subscribe and Log without the header cover every program. Programs publish here.
+
+use crate::Shared;
+use crate::input::ProgramClient;
+use gyr::server::CLIENT_HEADER;
+use gyr_proto::{PROCESS_HEADER, PROTOCOL_VERSION, v1};
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[derive(Debug, Clone)]
+pub(crate) struct HubService {
+    shared: Arc<Shared>,
+}
+
+impl HubService {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        HubService { shared }
+    }
+
+    /// Whether the caller may steer; refuses callers without a valid token when one is
+    /// required.
+    fn permission<T>(&self, req: &Request<T>) -> Result<bool, Status> {
+        let token = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.strip_prefix("Bearer ").unwrap_or(v));
+        match self.shared.access.check(token) {
+            Some(steer) => Ok(steer),
+            None if token.is_some() => Err(Status::unauthenticated(
+                "the token is not valid for this hub",
+            )),
+            None => Err(Status::unauthenticated(
+                "this hub needs a token: pass --token (or set GYR_TOKEN)",
+            )),
+        }
+    }
+
+    fn steer_permission<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        if self.permission(req)? {
+            Ok(())
+        } else {
+            Err(Status::permission_denied(
+                "this token may watch but not steer: use the hub's steer token",
+            ))
+        }
+    }
+
+    /// The program a request names, or the only live one.
+    fn named<T>(&self, req: &Request<T>) -> Result<Option<u32>, Status> {
+        match req.metadata().get(PROCESS_HEADER) {
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .map(Some)
+                .ok_or_else(|| Status::invalid_argument(format!("{PROCESS_HEADER} must be a pid"))),
+            None => Ok(None),
+        }
+    }
+
+    fn target<T>(&self, req: &Request<T>) -> Result<u32, Status> {
+        if let Some(pid) = self.named(req)? {
+            return Ok(pid);
+        }
+        let m = self.shared.lock();
+        let live: Vec<u32> = m
+            .processes
+            .values()
+            .filter(|p| p.alive)
+            .map(|p| p.pid)
+            .collect();
+        match live.as_slice() {
+            [pid] => Ok(*pid),
+            [] => Err(Status::failed_precondition(
+                "the hub watches no running program",
+            )),
+            many => Err(Status::failed_precondition(format!(
+                "the hub watches {} programs ({}): name one, as PID@HUB (for example `gyr status {}@HUB`)",
+                many.len(),
+                many.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                many[0]
+            ))),
+        }
+    }
+
+    /// The client of the program `req` names, and who the caller is.
+    fn program<T>(&self, req: &Request<T>) -> Result<(ProgramClient, String), Status> {
+        let pid = self.target(req)?;
+        let who = format!(
+            "{} via hub",
+            req.metadata()
+                .get(CLIENT_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("client")
+        );
+        if let Some(c) = self.shared.clients().get(&pid) {
+            return Ok((c.clone(), who));
+        }
+        let m = self.shared.lock();
+        Err(match m.processes.get(&pid) {
+            Some(p) if !p.alive && p.source == crate::model::Source::Replay => {
+                Status::failed_precondition(format!(
+                    "program {pid} is a recording being replayed: it can be watched, not steered"
+                ))
+            }
+            Some(p) if !p.alive => Status::failed_precondition(format!("program {pid} has ended")),
+            Some(_) => Status::unavailable(format!(
+                "the hub cannot reach program {pid}'s server to steer it (it pushes its events without a reachable address)"
+            )),
+            None => Status::not_found(format!(
+                "the hub watches no program {pid}; `gyr ps --hub HUB` lists them"
+            )),
+        })
+    }
+}
+
+/// Forwards one call to the program the request names: `forward!(self, req, method, steer)`.
+macro_rules! forward {
+    ($self:ident, $req:ident, $method:ident, $steer:expr) => {{
+        if $steer {
+            $self.steer_permission(&$req)?;
+        } else {
+            $self.permission(&$req)?;
+        }
+        let (c, who) = $self.program(&$req)?;
+        let r = c.req($req.into_inner(), &who);
+        c.inner.clone().$method(r).await
+    }};
+}
+
+#[tonic::async_trait]
+impl v1::gyr_server::Gyr for HubService {
+    async fn handshake(
+        &self,
+        req: Request<v1::HandshakeRequest>,
+    ) -> Result<Response<v1::HandshakeReply>, Status> {
+        let can_steer = self.permission(&req)?;
+        let v = req.get_ref().protocol_version;
+        if v != 0 && v != PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "this hub speaks gyr protocol {PROTOCOL_VERSION}, the client {v}: use a matching gyr"
+            )));
+        }
+        // With a program named, the client talks to that program through the hub.
+        let (pid, command_line) = match self.named(&req)? {
+            Some(pid) => {
+                let m = self.shared.lock();
+                let p = m.processes.get(&pid).ok_or_else(|| {
+                    Status::not_found(format!(
+                        "the hub watches no program {pid}; `gyr ps --hub HUB` lists them"
+                    ))
+                })?;
+                (pid, p.command_line.clone())
+            }
+            None => (std::process::id(), std::env::args().collect()),
+        };
+        Ok(Response::new(v1::HandshakeReply {
+            protocol_version: PROTOCOL_VERSION,
+            pid,
+            command_line,
+            can_steer,
+            gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
+            hub: true,
+        }))
+    }
+
+    async fn list_processes(
+        &self,
+        req: Request<v1::ListProcessesRequest>,
+    ) -> Result<Response<v1::ListProcessesReply>, Status> {
+        self.permission(&req)?;
+        let m = self.shared.lock();
+        Ok(Response::new(v1::ListProcessesReply {
+            processes: m.processes.values().map(|p| p.info()).collect(),
+        }))
+    }
+
+    async fn publish(
+        &self,
+        req: Request<tonic::Streaming<v1::PublishMessage>>,
+    ) -> Result<Response<v1::PublishReply>, Status> {
+        // Publishing feeds what everyone sees: it takes the steer token.
+        self.steer_permission(&req)?;
+        let received = crate::input::publish(self.shared.clone(), req.into_inner()).await?;
+        Ok(Response::new(v1::PublishReply { received }))
+    }
+
+    async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
+        self.permission(&req)?;
+        Ok(Response::new(v1::PingReply {
+            payload: req.into_inner().payload,
+        }))
+    }
+
+    async fn status(
+        &self,
+        req: Request<v1::StatusRequest>,
+    ) -> Result<Response<v1::StatusReply>, Status> {
+        forward!(self, req, status, false)
+    }
+
+    async fn list_objects(
+        &self,
+        req: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<v1::ListObjectsReply>, Status> {
+        forward!(self, req, list_objects, false)
+    }
+
+    async fn get(&self, req: Request<v1::GetRequest>) -> Result<Response<v1::GetReply>, Status> {
+        forward!(self, req, get, false)
+    }
+
+    async fn set(&self, req: Request<v1::SetRequest>) -> Result<Response<v1::SetReply>, Status> {
+        forward!(self, req, set, true)
+    }
+
+    async fn call(&self, req: Request<v1::CallRequest>) -> Result<Response<v1::CallReply>, Status> {
+        forward!(self, req, call, true)
+    }
+
+    async fn control(
+        &self,
+        req: Request<v1::ControlRequest>,
+    ) -> Result<Response<v1::StatusReply>, Status> {
+        forward!(self, req, control, true)
+    }
+
+    async fn list_sensors(
+        &self,
+        req: Request<v1::ListSensorsRequest>,
+    ) -> Result<Response<v1::SensorsReply>, Status> {
+        forward!(self, req, list_sensors, false)
+    }
+
+    async fn sensor_control(
+        &self,
+        req: Request<v1::SensorControlRequest>,
+    ) -> Result<Response<v1::SensorsReply>, Status> {
+        forward!(self, req, sensor_control, true)
+    }
+
+    type SubscribeStream = BoxStream<v1::EventBatch>;
+
+    async fn subscribe(
+        &self,
+        req: Request<v1::SubscribeRequest>,
+    ) -> Result<Response<Self::SubscribeStream>, Status> {
+        self.permission(&req)?;
+        let pid = self.named(&req)?;
+        let r = req.into_inner();
+        let rx = self.shared.outputs.subscribe(pid, r.types, r.threads);
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    type LogStream = BoxStream<v1::LogEntry>;
+
+    async fn log(&self, req: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {
+        self.permission(&req)?;
+        let pid = self.named(&req)?;
+        let r = req.into_inner();
+        let wanted = move |e: &v1::LogEntry| pid.is_none_or(|p| p == e.pid) && e.seq > r.after;
+        // Subscribed before the past is read: an entry arriving meanwhile comes twice at
+        // most, never not at all (the client sees its seq again).
+        let mut live = self.shared.outputs.log.subscribe();
+        let past: Vec<v1::LogEntry> = {
+            let m = self.shared.lock();
+            let mut v: Vec<v1::LogEntry> = m
+                .processes
+                .values()
+                .flat_map(|p| p.log_entries.iter().filter(|e| wanted(e)).cloned())
+                .collect();
+            v.sort_by_key(|e| e.time_ns);
+            v
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        tokio::spawn(async move {
+            for e in past {
+                if tx.send(Ok(e)).await.is_err() {
+                    return;
+                }
+            }
+            if !r.follow {
+                return;
+            }
+            loop {
+                match live.recv().await {
+                    Ok(e) if wanted(&e) => {
+                        if tx.send(Ok(e)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = tx
+                            .send(Err(Status::data_loss(format!(
+                                "this client fell {n} steering-log entries behind; ask again with after = the last seq seen"
+                            ))))
+                            .await;
+                        return;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}

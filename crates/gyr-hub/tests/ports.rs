@@ -1,0 +1,471 @@
+//! The hub's ports end to end: a program pushing to it (`GYR_HUB`) while also announced (taken
+//! once), steered and watched through the hub's gRPC API (the same API as a program's), its
+//! events recorded to a trace file, that file replayed (play, pause, speed, seek) and access
+//! by token (steer and watch-only) on the web and gRPC sides.
+
+use futures_util::{SinkExt, StreamExt};
+use gyr_proto::events::EventDecoder;
+use gyr_proto::v1;
+use gyr_proto::v1::gyr_client::GyrClient;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+use tonic::transport::Channel;
+
+const CHILD: &str = "GYR_TEST_PORTS_CHILD";
+const STEPS: u64 = 3000;
+
+#[derive(gyr::Sensor)]
+struct Work {
+    domain: u32,
+    seconds: f64,
+}
+
+/// The program: STEPS steps with a steerable gain, then a clean exit.
+fn child_program() -> ! {
+    let rt = gyr::init().expect("start gyr");
+    let gain = gyr::steer::param("gain", 1.0f64)
+        .range(0.0, 10.0)
+        .register()
+        .expect("register gain");
+    for i in 0..STEPS {
+        gyr::emit!(Work {
+            domain: (i % 4) as u32,
+            seconds: gain.get() * (1 + i % 4) as f64,
+        });
+        gyr::steer::sync_point("step");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(rt);
+    std::process::exit(0);
+}
+
+struct Program(Child);
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn req<T>(msg: T, pid: Option<u32>, token: Option<&str>) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.metadata_mut()
+        .insert(gyr::server::CLIENT_HEADER, "ports-test".parse().unwrap());
+    if let Some(p) = pid {
+        r.metadata_mut()
+            .insert(gyr_proto::PROCESS_HEADER, p.to_string().parse().unwrap());
+    }
+    if let Some(t) = token {
+        r.metadata_mut()
+            .insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    r
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        match ws.next().await.expect("the hub closed the socket").unwrap() {
+            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            _ => continue,
+        }
+    }
+}
+
+async fn command(ws: &mut Ws, cmd: Value) -> Value {
+    ws.send(Message::Text(cmd.to_string().into()))
+        .await
+        .unwrap();
+    loop {
+        let m = next_json(ws).await;
+        if m["t"] == "reply" {
+            return m;
+        }
+    }
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: Some("127.0.0.1:0".parse().unwrap()),
+        socket_dir: dir.path().to_owned(),
+        record: Some(rec.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let grpc = hub.grpc_addr().unwrap();
+    // Announced in the directory the hub watches *and* pushing: it must be taken once.
+    let program = Program(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_pushing_program_is_steered_through_the_hub_recorded_and_replayed",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("GYR_SOCKET_DIR", dir.path())
+            .env("GYR_HUB", grpc.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = program.0.id();
+    wait_for("events from the program", || {
+        hub.programs()
+            .into_iter()
+            .find(|(p, alive, n)| *p == pid && *alive && *n > 50)
+    });
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ch: Channel = gyr_proto::connect::tcp(&grpc.to_string()).await.unwrap();
+        let mut c = GyrClient::new(ch);
+        let hello = c
+            .handshake(req(v1::HandshakeRequest::default(), None, None))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(hello.hub && hello.can_steer);
+        // The hub lists it, pushed (not attached as well).
+        let ps = c
+            .list_processes(req(v1::ListProcessesRequest {}, None, None))
+            .await
+            .unwrap()
+            .into_inner()
+            .processes;
+        let p = ps.iter().find(|p| p.pid == pid).expect("listed");
+        assert_eq!(p.source, "pushed", "{ps:?}");
+        assert_eq!(ps.iter().filter(|p| p.pid == pid).count(), 1);
+        // Wait for the hub to attach back (for steering) before asking the program things.
+        let mut tries = 0;
+        let v = loop {
+            match c
+                .get(req(
+                    v1::GetRequest {
+                        paths: vec!["gain".into()],
+                    },
+                    Some(pid),
+                    None,
+                ))
+                .await
+            {
+                Ok(r) => break r.into_inner(),
+                Err(e) if tries < 100 => {
+                    tries += 1;
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("get through the hub: {e}"),
+            }
+        };
+        assert_eq!(v.values[0].value.as_ref().unwrap().to_string(), "1");
+        // A write through the hub reaches the program; a refused one comes back with the
+        // program's reason.
+        let ch = c
+            .set(req(
+                v1::SetRequest {
+                    writes: vec![v1::PathValue {
+                        path: "gain".into(),
+                        value: Some(v1::Value::text("2.5")),
+                    }],
+                },
+                Some(pid),
+                None,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(ch.changes.len(), 1);
+        let e = c
+            .set(req(
+                v1::SetRequest {
+                    writes: vec![v1::PathValue {
+                        path: "gain".into(),
+                        value: Some(v1::Value::text("99")),
+                    }],
+                },
+                Some(pid),
+                None,
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.message().contains("out of range"), "{e}");
+        // An unknown program is named in the refusal.
+        let e = c
+            .status(req(v1::StatusRequest {}, Some(1), None))
+            .await
+            .unwrap_err();
+        assert!(e.message().contains("no program 1"), "{e}");
+        // Subscribing to every program: batches carry the pid and decode.
+        let mut s = c
+            .subscribe(req(
+                v1::SubscribeRequest {
+                    types: vec!["work".into()],
+                    threads: vec![],
+                },
+                None,
+                None,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut decoder = EventDecoder::default();
+        let mut seen = 0;
+        while seen < 20 {
+            let b = s.message().await.unwrap().unwrap();
+            assert_eq!(b.pid, pid);
+            let batch = decoder.batch(b);
+            for e in &batch.events {
+                assert_eq!(e.type_name, "work");
+            }
+            seen += batch.events.len();
+        }
+        // The program's steering log names the client, via the hub.
+        let mut log = c
+            .log(req(
+                v1::LogRequest {
+                    after: 0,
+                    follow: false,
+                },
+                Some(pid),
+                None,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut via = false;
+        while let Some(e) = log.message().await.unwrap() {
+            via |= e.who.contains("ports-test via hub") && e.action.contains("gain");
+        }
+        assert!(via, "the log names the client via the hub");
+    });
+
+    // The program ends; its recording is closed and holds what the hub received.
+    let mut program = program;
+    assert!(program.0.wait().unwrap().success());
+    let (_, _, received) = wait_for("the program to be marked ended", || {
+        hub.programs()
+            .into_iter()
+            .find(|(p, alive, _)| *p == pid && !*alive)
+    });
+    drop(hub);
+    let file = std::fs::read_dir(&rec)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(&format!("-{pid}-")))
+        .expect("a trace file for the program");
+    let mut r = gyr_core::TraceReader::open(&file).unwrap();
+    let mut records = 0u64;
+    r.for_each_item(|i| {
+        if let gyr_core::trace::Item::Record { schema, .. } = i {
+            assert!(schema.is_some());
+            records += 1;
+        }
+    });
+    assert!(!r.summary().is_corrupt(), "{:?}", r.summary());
+    assert_eq!(records, received, "the file holds what the hub received");
+    assert!(records >= STEPS, "every step's event: {records}");
+
+    // Replayed in the same UI.
+    let replay = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        socket_dir: dir.path().to_owned(),
+        replay: vec![file.clone()],
+        ..Default::default()
+    })
+    .unwrap();
+    rt.block_on(async {
+        let url = format!("ws://{}/ws", replay.addr());
+        let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        let snap = next_json(&mut ws).await;
+        assert!(snap["replay"]["duration_s"].as_f64().unwrap() > 5.0);
+        let r = command(
+            &mut ws,
+            json!({"op": "replay", "id": 1, "action": "speed", "value": 0.0}),
+        )
+        .await;
+        assert_eq!(r["ok"], false, "{r}");
+        let r = command(
+            &mut ws,
+            json!({"op": "replay", "id": 2, "action": "speed", "value": 4.0}),
+        )
+        .await;
+        assert_eq!(r["ok"], true, "{r}");
+        // Pause holds the position.
+        let r = command(&mut ws, json!({"op": "replay", "id": 3, "action": "pause"})).await;
+        assert_eq!(r["ok"], true, "{r}");
+        let at = |m: &Value| m["replay"]["position_s"].as_f64();
+        let mut p0: Option<f64> = None;
+        for _ in 0..10 {
+            let m = next_json(&mut ws).await;
+            if let Some(p) = at(&m) {
+                assert!(
+                    p0.is_none_or(|q| (p - q).abs() < 1e-9),
+                    "paused, yet it moved"
+                );
+                p0 = Some(p);
+            }
+        }
+        // A seek to near the end brings a fresh snapshot with the events up to there.
+        let dur = snap["replay"]["duration_s"].as_f64().unwrap();
+        let r = command(
+            &mut ws,
+            json!({"op": "replay", "id": 4, "action": "seek", "value": dur - 0.5}),
+        )
+        .await;
+        assert_eq!(r["ok"], true, "{r}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "no snapshot after the seek");
+            let m = next_json(&mut ws).await;
+            let got = m["processes"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["pid"] == pid))
+                .and_then(|p| p["received"].as_u64())
+                .unwrap_or(0);
+            if m["t"] == "snapshot" && got > received * 8 / 10 {
+                assert_eq!(m["processes"][0]["source"], "replay");
+                break;
+            }
+        }
+        // A recording can be watched, not steered.
+        let r = command(
+            &mut ws,
+            json!({"op": "set", "id": 5, "pid": pid, "path": "gain", "value": "1"}),
+        )
+        .await;
+        assert!(r["error"].as_str().unwrap().contains("replayed"), "{r}");
+    });
+    // A file that is not a trace is refused, naming it.
+    let bad = dir.path().join("not-a-trace.gyr");
+    std::fs::write(&bad, b"hello").unwrap();
+    let e = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        replay: vec![bad],
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("not-a-trace.gyr"), "{e}");
+}
+
+#[test]
+fn tokens_guard_the_hub_and_a_read_token_only_watches() {
+    // Beyond loopback, no token: refused before listening.
+    let e = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "0.0.0.0:0".parse().unwrap(),
+        grpc: None,
+        discover: false,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("--token"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: Some("127.0.0.1:0".parse().unwrap()),
+        socket_dir: dir.path().to_owned(),
+        token: Some("steer-secret".into()),
+        read_token: Some("watch-secret".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let web = hub.addr();
+    // The page itself loads (it asks for the token); data does not, without one.
+    assert!(http_get(web, "/").contains("<title>gyr</title>"));
+    assert!(http_get(web, "/api/access").contains("\"ok\":false"));
+    assert!(http_get(web, "/api/state").contains("401"));
+    assert!(http_get(web, "/api/state?token=wrong").contains("not valid"));
+    assert!(http_get(web, "/api/access?token=watch-secret").contains("\"steer\":false"));
+    assert!(http_get(web, "/api/state?token=watch-secret").contains("snapshot"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        assert!(
+            tokio_tungstenite::connect_async(format!("ws://{web}/ws"))
+                .await
+                .is_err(),
+            "a page without a token gets no socket"
+        );
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async(format!("ws://{web}/ws?token=watch-secret"))
+                .await
+                .unwrap();
+        assert_eq!(next_json(&mut ws).await["t"], "snapshot");
+        let r = command(
+            &mut ws,
+            json!({"op": "set", "id": 1, "pid": 1, "path": "x", "value": "1"}),
+        )
+        .await;
+        assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
+
+        let grpc = hub.grpc_addr().unwrap().to_string();
+        let mut c = GyrClient::new(gyr_proto::connect::tcp(&grpc).await.unwrap());
+        let e = c
+            .list_processes(req(v1::ListProcessesRequest {}, None, None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
+        let hello = c
+            .handshake(req(
+                v1::HandshakeRequest::default(),
+                None,
+                Some("watch-secret"),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!hello.can_steer);
+        let e = c
+            .set(req(v1::SetRequest::default(), None, Some("watch-secret")))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
+        let hello = c
+            .handshake(req(
+                v1::HandshakeRequest::default(),
+                None,
+                Some("steer-secret"),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(hello.can_steer);
+    });
+}

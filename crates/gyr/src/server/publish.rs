@@ -1,0 +1,97 @@
+//! Pushing the program's event stream to a hub (`GYR_HUB=host:port`): the program connects to
+//! the hub, introduces itself (pid, command line, where its own server listens, so the hub can
+//! steer it), then sends every batch a subscriber with no filter would get.
+//!
+//! The push is one more subscriber of the fan-out, so it has the same guarantee: a slow or
+//! absent hub never slows the program; batches it could not take are counted and the count
+//! travels to the hub. A hub that is not there yet, or goes away, is retried every second.
+
+use super::stream::Fanout;
+use gyr_proto::v1;
+use gyr_proto::v1::gyr_client::GyrClient;
+use std::time::Duration;
+use tokio_stream::StreamExt;
+
+/// How long to wait before trying an unreachable hub again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Where and how to publish.
+#[derive(Debug, Clone)]
+pub(crate) struct Publisher {
+    /// The hub's gRPC address, `host:port`.
+    pub(crate) hub: String,
+    /// The hub's token, when it listens beyond this machine.
+    pub(crate) token: Option<String>,
+    /// Who this program is.
+    pub(crate) hello: v1::PublishHello,
+}
+
+/// Publishes until `stop` turns true and the fan-out has ended the stream.
+pub(crate) async fn run(
+    p: Publisher,
+    fanout: Fanout,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut complained = false;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match publish_once(&p, &fanout).await {
+            Ok(()) => complained = false,
+            Err(e) => {
+                if !complained {
+                    eprintln!(
+                        "gyr: cannot publish to the hub at {}: {e}; retrying every {}s (the program runs on regardless)",
+                        p.hub,
+                        RETRY.as_secs()
+                    );
+                    complained = true;
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(RETRY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
+    let channel = gyr_proto::connect::tcp(&p.hub)
+        .await
+        .map_err(|e| format!("{e} ({})", source_text(&e)))?;
+    let mut client = GyrClient::new(channel);
+    // Subscribed only once connected: events from before reach the hub only through a trace
+    // file; the hub shows a program from when it joins.
+    let rx = fanout.subscribe(Vec::new(), Vec::new());
+    let hello = tokio_stream::once(v1::PublishMessage {
+        kind: Some(v1::publish_message::Kind::Hello(p.hello.clone())),
+    });
+    let batches = tokio_stream::wrappers::ReceiverStream::new(rx)
+        .map_while(|item| item.ok())
+        .map(|b| v1::PublishMessage {
+            kind: Some(v1::publish_message::Kind::Batch(b)),
+        });
+    let mut req = tonic::Request::new(hello.chain(batches));
+    if let Some(t) = &p.token
+        && let Ok(v) = format!("Bearer {t}").parse()
+    {
+        req.metadata_mut().insert("authorization", v);
+    }
+    client
+        .publish(req)
+        .await
+        .map(|_| ())
+        .map_err(|s| s.message().to_owned())
+}
+
+fn source_text(e: &dyn std::error::Error) -> String {
+    let mut s = String::new();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s = c.to_string();
+        cur = c.source();
+    }
+    if s.is_empty() { e.to_string() } else { s }
+}
