@@ -25,12 +25,48 @@ const fmt = (x) => {
 const S = {
   processes: new Map(), series: new Map(), stats: {}, groups: {}, log: [], alerts: [],
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null,
-  objectsKey: '', sensorsKey: '', chartsFor: null,
+  objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
 };
 
 // ---- connection -------------------------------------------------------------------------
+// A hub beyond loopback asks for a token: the page asks the user once and keeps it.
+async function start() {
+  const given = new URLSearchParams(location.search).get('token');
+  const token = given || localStorage.getItem('gyr.token') || '';
+  let a;
+  try {
+    a = await (await fetch(`/api/access?token=${encodeURIComponent(token)}`)).json();
+  } catch (e) {
+    $('conn').textContent = 'hub unreachable: retrying';
+    setTimeout(start, 1000);
+    return;
+  }
+  if (!a.ok) {
+    $('none').hidden = true;
+    $('token-form').hidden = false;
+    $('token-error').textContent = token ? 'That token is not valid for this hub.' : '';
+    $('token-input').focus();
+    return;
+  }
+  $('token-form').hidden = true;
+  if (token) localStorage.setItem('gyr.token', token);
+  S.token = token;
+  document.body.classList.toggle('watch-only', !a.steer);
+  $('mode').hidden = a.steer;
+  $('mode').textContent = 'watch only';
+  $('mode').title = 'this page has the read token: it can watch, not steer';
+  connect();
+}
+
+$('token-form').onsubmit = (ev) => {
+  ev.preventDefault();
+  localStorage.setItem('gyr.token', $('token-input').value.trim());
+  start();
+};
+
 function connect() {
-  const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`);
+  const q = S.token ? `?token=${encodeURIComponent(S.token)}` : '';
+  const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${q}`);
   S.ws = ws;
   ws.onopen = () => { $('conn').textContent = 'live'; $('conn').className = 'conn up'; };
   ws.onclose = () => {
@@ -51,6 +87,16 @@ function send(cmd) {
   });
 }
 
+function seriesFor(id) {
+  let s = S.series.get(id);
+  if (!s) { s = { x: [], y: [], live: false }; S.series.set(id, s); }
+  return s;
+}
+
+function dropLive(s) {
+  if (s.live) { s.x.pop(); s.y.pop(); s.live = false; }
+}
+
 function handle(m) {
   if (m.t === 'reply') {
     const p = S.pending.get(m.id);
@@ -64,23 +110,38 @@ function handle(m) {
     S.log.push(...m.log); S.alerts.push(...m.alerts);
     if (S.log.length > 1000) S.log.splice(0, S.log.length - 1000);
   }
-  S.stats = m.stats; S.groups = m.groups;
+  // Statistics come for the series that moved; groups, programs and the hub's state with
+  // every few updates (they change slower than the eye follows).
+  if (m.t === 'snapshot') S.stats = m.stats || {};
+  else if (m.stats) Object.assign(S.stats, m.stats);
+  if (m.groups) S.groups = m.groups;
+  if (m.replay) S.replay = m.replay;
+  if (m.hub) S.hub = m.hub;
   for (const [id, pts] of Object.entries(m.points)) {
-    let s = S.series.get(id);
-    if (!s) { s = { x: [], y: [] }; S.series.set(id, s); }
+    const s = seriesFor(id);
+    dropLive(s);
     for (const [t, v] of pts) { s.x.push(t); s.y.push(v); }
     if (s.x.length > MAX_POINTS) { s.x.splice(0, s.x.length - MAX_POINTS); s.y.splice(0, s.y.length - MAX_POINTS); }
   }
-  S.processes = new Map(m.processes.map((p) => [p.pid, p]));
-  if (S.selected === null || !S.processes.has(S.selected)) {
-    const live = m.processes.find((p) => p.alive) || m.processes[0];
-    S.selected = live ? live.pid : null;
+  // The bucket still filling is drawn at once, as the last point, and replaced when it closes.
+  for (const [id, [t, v]] of Object.entries(m.live || {})) {
+    const s = seriesFor(id);
+    dropLive(s);
+    if (!s.x.length || t > s.x[s.x.length - 1]) { s.x.push(t); s.y.push(v); s.live = true; }
+  }
+  if (m.processes) {
+    S.processes = new Map(m.processes.map((p) => [p.pid, p]));
+    if (S.selected === null || !S.processes.has(S.selected)) {
+      const live = m.processes.find((p) => p.alive) || m.processes[0];
+      S.selected = live ? live.pid : null;
+    }
   }
   render();
 }
 
 // ---- rendering --------------------------------------------------------------------------
 function render() {
+  renderReplay();
   renderPrograms();
   const p = S.processes.get(S.selected);
   $('none').hidden = !!p;
@@ -88,12 +149,19 @@ function render() {
   if (!p) return;
   renderHeader(p);
   renderCharts(p);
+  renderGauges(p);
   renderBars(p);
   renderObjects(p);
   renderSensors(p);
   renderThreads(p);
   renderLog(p);
 }
+
+const SOURCES = {
+  attached: 'the hub found this program and attached to its server',
+  pushed: 'this program pushes its events to the hub (GYR_HUB)',
+  replay: 'a recorded trace, replayed',
+};
 
 function renderPrograms() {
   const nav = $('programs');
@@ -106,7 +174,8 @@ function renderPrograms() {
       onclick: () => { S.selected = p.pid; S.objectsKey = ''; S.sensorsKey = ''; render(); },
     },
     el('div', {}, el('span', { class: 'pid' }, `pid ${p.pid}`), ' ',
-      el('span', { class: 'muted' }, p.alive ? `${fmt(rate)} ev/s` : 'exited')),
+      el('span', { class: 'muted' }, p.source === 'replay' ? 'recording' : p.alive ? `${fmt(rate)} ev/s` : 'exited'),
+      ' ', el('span', { class: 'src', title: SOURCES[p.source] || '' }, p.source)),
     el('div', { class: 'cmd' }, p.command));
     if (p.pid === S.selected && p.threads.length) {
       item.append(el('div', { class: 'threads' },
@@ -121,19 +190,23 @@ function renderHeader(p) {
   const name = p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
   $('title').textContent = `${name} · pid ${p.pid}`;
   const st = $('state');
-  st.textContent = p.alive ? (p.state || 'running') : 'exited';
+  st.textContent = p.source === 'replay' ? 'replay' : p.alive ? (p.state || 'running') : 'exited';
   st.className = `badge${p.paused ? ' paused' : ''}${p.alive ? '' : ' gone'}`;
   st.setAttribute('data-testid', 'state');
   $('pause').disabled = !p.alive || p.paused;
   $('resume').disabled = !p.alive || !p.paused;
   $('step').disabled = !p.alive || !p.paused;
   const rate = Object.values(p.types).reduce((a, t) => a + t.rate, 0);
-  $('counters').replaceChildren(
+  $('counters').replaceChildren(...[
     el('span', {}, el('b', {}, fmt(rate)), ' events/s'),
     el('span', {}, el('b', {}, p.received.toLocaleString()), ' received by the hub'),
     el('span', {}, el('b', {}, (p.missed + p.lost).toLocaleString()), ' lost'),
     el('span', {}, el('b', {}, Object.keys(p.types).length), ' event types'),
-    el('span', {}, el('b', {}, p.threads.length), ' threads'));
+    el('span', {}, el('b', {}, p.threads.length), ' threads'),
+    S.hub && S.hub.recording
+      ? el('span', { title: `recording into ${S.hub.recording.dir}` }, el('b', {}, 'recording'),
+        ` ${S.hub.recording.written.toLocaleString()} events${S.hub.recording.dropped ? `, ${S.hub.recording.dropped.toLocaleString()} dropped` : ''}`)
+      : null].filter(Boolean));
 }
 
 // Series of the selected program: `pid/type/field`.
@@ -144,13 +217,18 @@ function seriesOf(pid) {
 const GROUP_NAMES = ['domain', 'worker', 'rank', 'thread', 'node', 'process'];
 const PREFERRED = ['step_time/ms', 'energy/total', 'residual/value', 'thermo/temperature', 'worker_load/seconds'];
 
+// A series picker lists `type.field`; rebuilt only when the series change, keeping the choice.
+function fillPick(pick, ids) {
+  const have = [...pick.options].map((o) => o.value).join('|');
+  if (have === ids.join('|')) return;
+  const keep = pick.value;
+  pick.replaceChildren(...ids.map((id) => el('option', { value: id }, id.split('/').slice(1).join('.'))));
+  if (ids.includes(keep)) pick.value = keep;
+}
+
 function renderCharts(p) {
   const ids = seriesOf(p.pid);
-  const pick = $('series-pick');
-  const have = [...pick.options].map((o) => o.value).join('|');
-  if (have !== ids.join('|')) {
-    pick.replaceChildren(...ids.map((id) => el('option', { value: id }, id.split('/').slice(1).join('.'))));
-  }
+  fillPick($('series-pick'), ids);
   if (S.chartsFor !== p.pid) {
     for (const c of S.charts) c.plot.destroy();
     S.charts = []; $('charts').replaceChildren(); S.chartsFor = p.pid;
@@ -209,6 +287,292 @@ function removeChart(id) {
   S.charts[i].plot.destroy(); S.charts[i].box.remove(); S.charts.splice(i, 1);
 }
 
+// ---- gauges -----------------------------------------------------------------------------
+// A gauge is saved by `type/field`, not by series, so that it and its design point outlive
+// the program (a restart has a new pid); the selected program shows the gauges it has series for.
+const GAUGES_KEY = 'gyr.gauges';  // localStorage: { "type/field": { design, range: [lo, hi] | null } }
+const NS = 'http://www.w3.org/2000/svg';
+const W = 280, CX = 140, CY = 128, R = 96;  // the dial: a half circle in a W × 150 view box
+const MAX_TICKS = 6;
+const svg = (tag, attrs = {}) => {
+  const e = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+};
+// Fraction f of the scale (0: left end, 1: right end) to a point on a circle of radius r.
+const polar = (f, r) => [CX - r * Math.cos(Math.PI * f), CY - r * Math.sin(Math.PI * f)];
+const arcPath = (f0, f1, r) => {
+  const [x0, y0] = polar(f0, r), [x1, y1] = polar(f1, r);
+  return `M${x0.toFixed(2)} ${y0.toFixed(2)}A${r} ${r} 0 0 1 ${x1.toFixed(2)} ${y1.toFixed(2)}`;
+};
+const clamp = (x, a, b) => Math.min(b, Math.max(a, x));
+// Text and attributes are written only when they change: most ticks change nothing on screen.
+const setText = (e, s) => { if (e.textContent !== s) e.textContent = s; };
+const setClass = (e, s) => { if (e.getAttribute('class') !== s) e.setAttribute('class', s); };
+
+function loadGauges() {
+  let v;
+  try { v = JSON.parse(localStorage.getItem(GAUGES_KEY)); } catch { return {}; }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
+  // Whatever was saved by hand or by an older page: keep only what makes sense.
+  const out = {};
+  for (const [k, c] of Object.entries(v)) {
+    const r = c?.range;
+    out[k] = {
+      design: Number.isFinite(c?.design) ? c.design : null,
+      range: Array.isArray(r) && Number.isFinite(r[0]) && Number.isFinite(r[1]) && r[0] < r[1] ? [r[0], r[1]] : null,
+    };
+  }
+  return out;
+}
+
+function saveGauges() {
+  try { localStorage.setItem(GAUGES_KEY, JSON.stringify(S.gaugeConf)); } catch { /* storage off: this page only */ }
+}
+
+function renderGauges(p) {
+  const ids = seriesOf(p.pid);
+  fillPick($('gauge-pick'), ids);
+  const want = Object.keys(S.gaugeConf).map((k) => `${p.pid}/${k}`).filter((id) => ids.includes(id));
+  // DOM is rebuilt only when the set of gauges changes; every tick just moves needles.
+  if (want.join('|') !== S.gauges.map((g) => g.id).join('|')) {
+    const old = new Map(S.gauges.map((g) => [g.id, g]));
+    S.gauges = want.map((id) => old.get(id) || makeGauge(id));
+    $('gauges').replaceChildren(...S.gauges.map((g) => g.box));
+  }
+  $('gauges-empty').hidden = S.gauges.length > 0;
+  for (const g of S.gauges) updateGauge(g);
+}
+
+function addGauge(id) {
+  const key = id.split('/').slice(1).join('/');
+  if (!S.gaugeConf[key]) { S.gaugeConf[key] = { design: null, range: null }; saveGauges(); }
+}
+
+function removeGauge(g) {
+  delete S.gaugeConf[g.key]; saveGauges();
+  S.gauges = S.gauges.filter((x) => x !== g); g.box.remove();
+  $('gauges-empty').hidden = S.gauges.length > 0;
+}
+
+function makeGauge(id) {
+  const key = id.split('/').slice(1).join('/');
+  const field = key.split('/').pop();
+  const g = { id, key, scaleKey: '', markKey: '', labelWidth: 0 };
+  const dial = svg('svg', { class: 'dial', viewBox: `0 0 ${W} 150`, role: 'img', 'aria-label': `${key} gauge` });
+  g.band = svg('path', { class: 'g-band' });
+  g.ticks = [];
+  const ticks = svg('g');
+  for (let i = 0; i < MAX_TICKS; i++) {
+    const line = svg('line', { class: 'g-tick', x1: CX, y1: CY - R - 8, x2: CX, y2: CY - R + 8 });
+    const text = svg('text', { class: 'g-tick-label' });
+    ticks.append(line, text); g.ticks.push({ line, text });
+  }
+  // The mark is drawn at the top and turned into place; its label is placed apart so it stays level.
+  g.mark = svg('g', { class: 'g-mark', 'data-testid': 'gauge-design-mark' });
+  g.mark.append(svg('line', { x1: CX, y1: CY - R - 9, x2: CX, y2: CY - R + 9 }),
+    svg('path', { d: `M${CX - 5} ${CY - R - 17}h10l-5 7z` }));
+  g.markLabel = svg('text', { class: 'g-mark-label', 'data-testid': 'gauge-design-label' });
+  g.leader = svg('line', { class: 'g-leader' });
+  g.needle = svg('g', { class: 'g-needle', 'data-testid': 'gauge-needle' });
+  g.needle.append(svg('line', { x1: CX, y1: CY, x2: CX - R + 16, y2: CY }), svg('circle', { cx: CX, cy: CY, r: 6 }));
+  dial.append(svg('path', { class: 'g-track', d: arcPath(0, 1, R) }), g.band, ticks, g.mark, g.leader, g.markLabel, g.needle);
+
+  g.value = el('span', { class: 'g-num', 'data-testid': 'gauge-value' }, '–');
+  g.dev = el('div', { class: 'g-dev', 'data-testid': 'gauge-deviation' });
+  g.msg = el('span', { class: 'err-msg', 'data-testid': 'gauge-error' });
+  const conf = S.gaugeConf[key];
+  const design = el('input', { class: 'g-in', 'data-testid': 'gauge-design', placeholder: 'none', 'aria-label': `${key} design point`, value: conf.design ?? '' });
+  const range = el('input', { class: 'g-in', 'data-testid': 'gauge-range', placeholder: 'auto', title: 'min..max, or empty for the last 10 s', 'aria-label': `${key} scale range`, value: conf.range ? conf.range.join('..') : '' });
+  design.addEventListener('keydown', (ev) => gaugeInput(ev, g, design, 'design'));
+  range.addEventListener('keydown', (ev) => gaugeInput(ev, g, range, 'range'));
+  g.box = el('div', { class: 'gauge', 'data-testid': 'gauge', 'data-key': key, 'data-series': id },
+    el('div', { class: 'chart-head' },
+      el('span', { class: 'name' }, key.split('/').join('.')),
+      el('button', { onclick: () => removeGauge(g), title: 'remove', 'data-testid': 'gauge-remove' }, '×')),
+    dial,
+    el('div', { class: 'g-read' }, g.value, ' ', el('span', { class: 'g-field' }, field)),
+    g.dev,
+    el('div', { class: 'g-foot' },
+      el('label', {}, 'design ', design), el('label', {}, 'range ', range), g.msg));
+  return g;
+}
+
+const NUM = '\\s*([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:e[-+]?\\d+)?)\\s*';
+const RANGE_RE = new RegExp(`^${NUM}(?:\\.\\.|,)${NUM}$`, 'i');
+
+// Enter applies, Escape goes back to the saved value; a bad entry stays in the box, marked.
+function gaugeInput(ev, g, input, what) {
+  const conf = S.gaugeConf[g.key];
+  if (!conf) return;
+  const shown = () => (what === 'design' ? String(conf.design ?? '') : conf.range ? conf.range.join('..') : '');
+  if (ev.key === 'Escape') { input.value = shown(); input.classList.remove('err'); g.msg.textContent = ''; input.blur(); return; }
+  if (ev.key !== 'Enter') return;
+  const text = input.value.trim();
+  let error = '';
+  if (what === 'design') {
+    const v = Number(text);
+    if (text === '') conf.design = null;
+    else if (Number.isFinite(v)) conf.design = v;
+    else error = `design point: “${text}” is not a number`;
+  } else {
+    const m = RANGE_RE.exec(text);
+    if (text === '') conf.range = null;
+    else if (!m) error = 'range: min..max, e.g. 0..10';
+    else if (!(Number(m[1]) < Number(m[2]))) error = 'range: min must be below max';
+    else conf.range = [Number(m[1]), Number(m[2])];
+  }
+  input.classList.toggle('err', !!error);
+  g.msg.textContent = error;
+  if (error) return;
+  saveGauges();
+  input.value = shown();
+  input.blur();
+  g.scaleKey = ''; g.markKey = '';
+  updateGauge(g);
+}
+
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(raw)), m = raw / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * p;
+}
+
+// Ticks at round numbers: at most `n` intervals, fewer when the labels are long, so they fit.
+function gaugeScale(lo, hi, fixed) {
+  if (!(hi > lo) || !Number.isFinite(hi - lo)) return null;
+  const round = (x) => Number(x.toPrecision(12));
+  for (const n of [5, 3, 2]) {
+    let step = niceStep((hi - lo) / n), a, b;
+    for (;;) {
+      a = Math.floor(lo / step); b = Math.ceil(hi / step);
+      if (b - a <= n) break;
+      step = niceStep(step * 1.01);
+    }
+    const lo2 = fixed ? lo : round(a * step), hi2 = fixed ? hi : round(b * step);
+    const mant = round(step / 10 ** Math.floor(Math.log10(step)));
+    const dec = Math.max(0, -Math.floor(Math.log10(step)) + (mant === 2.5 ? 1 : 0));
+    // Enough digits that neighbouring ticks differ, even on a very narrow scale.
+    const digits = clamp(Math.floor(Math.log10(Math.max(Math.abs(lo), Math.abs(hi)))) + dec + 1, 1, 15);
+    const label = (x) => (Math.abs(x) >= 1e6 || dec > 6 ? Number(x.toPrecision(digits)).toString() : x.toFixed(dec));
+    const ticks = [];
+    for (let k = Math.ceil(lo2 / step - 1e-9); k * step <= hi2 + step * 1e-9; k++) ticks.push(round(k * step));
+    const labels = ticks.map(label);
+    if (n === 2 || Math.max(...labels.map((l) => l.length)) <= (n === 5 ? 6 : 8)) {
+      return { lo: lo2, hi: hi2, ticks, labels };
+    }
+  }
+}
+
+// The scale: the user's range, else the last 10 s widened a little, always with the design point.
+function scaleFor(g, v) {
+  const conf = S.gaugeConf[g.key];
+  if (conf.range) return gaugeScale(conf.range[0], conf.range[1], true);
+  const st = S.stats[g.id];
+  let lo = Math.min(v, st ? st.min : v), hi = Math.max(v, st ? st.max : v);
+  if (conf.design !== null) { lo = Math.min(lo, conf.design); hi = Math.max(hi, conf.design); }
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
+  const size = Math.max(Math.abs(lo), Math.abs(hi));
+  // A flat series still gets a dial: a few percent of its size either side.
+  const pad = hi - lo > size * 1e-9 ? (hi - lo) * 0.1 : (size ? size * 0.05 : 1);
+  return gaugeScale(lo - pad, hi + pad, false);
+}
+
+// Within ±10% of the design point is fine, up to ±25% a warning, beyond that bad. A design
+// point of 0 has no percentage: the distance is judged against the dial's span instead.
+function deviation(v, d, span) {
+  const rel = d !== 0 ? (v - d) / Math.abs(d) : (v - d) / span;
+  const cls = Math.abs(rel) <= 0.1 ? 'good' : Math.abs(rel) <= 0.25 ? 'warn' : 'bad';
+  const pct = Math.abs(rel * 100);
+  if (d !== 0 && pct < 0.05) return { text: 'on design', cls };
+  const size = d !== 0 ? `${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%` : fmt(Math.abs(v - d));
+  return { text: `${v > d ? '+' : '-'}${size} ${v > d ? 'over' : 'under'} design`, cls };
+}
+
+function updateGauge(g) {
+  const s = S.series.get(g.id);
+  const v = s && s.y.length ? s.y[s.y.length - 1] : NaN;
+  const conf = S.gaugeConf[g.key];
+  const sc = Number.isFinite(v) ? scaleFor(g, v) : null;
+  if (!sc) {
+    for (const e of [g.needle, g.mark, g.markLabel, g.leader, g.band]) e.style.display = 'none';
+    g.scaleKey = g.markKey = '';
+    setText(g.value, '–'); setText(g.dev, 'no data yet'); setClass(g.value, 'g-num'); setClass(g.dev, 'g-dev');
+    return;
+  }
+  const frac = (x) => (x - sc.lo) / (sc.hi - sc.lo);
+  const scaleKey = `${sc.lo}|${sc.hi}|${sc.labels.join(',')}`;
+  if (scaleKey !== g.scaleKey) {
+    g.scaleKey = scaleKey;
+    g.ticks.forEach((t, i) => {
+      const on = i < sc.ticks.length;
+      t.line.style.display = t.text.style.display = on ? '' : 'none';
+      if (!on) return;
+      const f = frac(sc.ticks[i]);
+      t.line.setAttribute('transform', `rotate(${(180 * f - 90).toFixed(2)} ${CX} ${CY})`);
+      // Labels inside the arc, leaning towards the centre at the sides.
+      const [x, y] = polar(f, R - 22), c = -Math.cos(Math.PI * f);
+      t.text.setAttribute('x', x.toFixed(1)); t.text.setAttribute('y', y.toFixed(1));
+      t.text.setAttribute('text-anchor', c < -0.4 ? 'start' : c > 0.4 ? 'end' : 'middle');
+      t.text.textContent = sc.labels[i];
+    });
+  }
+  const d = conf.design;
+  const markKey = `${scaleKey}|${d}`;
+  if (markKey !== g.markKey) {
+    g.markKey = markKey;
+    const show = d !== null && frac(d) >= 0 && frac(d) <= 1;
+    g.mark.style.display = g.markLabel.style.display = g.band.style.display = show ? '' : 'none';
+    if (!show) g.leader.style.display = 'none';
+    if (show) {
+      const f = frac(d);
+      g.mark.setAttribute('transform', `rotate(${(180 * f - 90).toFixed(2)} ${CX} ${CY})`);
+      const tol = d !== 0 ? 0.1 * Math.abs(d) : 0.1 * (sc.hi - sc.lo);
+      g.band.setAttribute('d', arcPath(clamp(frac(d - tol), 0, 1), clamp(frac(d + tol), 0, 1), R));
+      placeMarkLabel(g, f, `design ${fmt(d)}`);
+    }
+  }
+  const f = clamp(frac(v), -0.02, 1.02);  // off the scale: the needle rests just past its end
+  g.needle.style.display = '';
+  g.needle.setAttribute('transform', `rotate(${(180 * f).toFixed(2)} ${CX} ${CY})`);
+  g.needle.setAttribute('data-value', String(v));
+  setText(g.value, fmt(v));
+  const dv = d === null ? { text: 'no design point', cls: '' } : deviation(v, d, sc.hi - sc.lo);
+  setClass(g.value, `g-num ${dv.cls}`.trim()); setClass(g.dev, `g-dev ${dv.cls}`.trim());
+  setText(g.dev, dv.text);
+}
+
+// The design label sits level, outside the arc by its mark. Near the ends of the dial a long
+// label would leave the view box: it is pushed in, then up clear of the arc, with a leader line.
+function placeMarkLabel(g, f, text) {
+  const t = g.markLabel;
+  if (t.textContent !== text) { t.textContent = text; g.labelWidth = 0; }
+  if (!g.labelWidth) g.labelWidth = (t.isConnected && t.getComputedTextLength()) || 0;
+  const w = g.labelWidth || 7 * text.length, h = 8;
+  const [x0, y0] = polar(f, R + 22);
+  let x = x0, y = y0;
+  const c = -Math.cos(Math.PI * f);
+  const anchor = c < -0.4 ? 'end' : c > 0.4 ? 'start' : 'middle';
+  if (anchor === 'end' && x - w < 2) x = 2 + w;
+  if (anchor === 'start' && x + w > W - 2) x = W - 2 - w;
+  if (anchor === 'middle') x = clamp(x, 2 + w / 2, W - 2 - w / 2);
+  if (anchor !== 'middle') {
+    const dx = Math.abs(CX - x), clear = R + 16;
+    if (dx < clear) y = Math.min(y, CY - Math.sqrt(clear * clear - dx * dx) - h);
+  }
+  y = Math.max(y, h);
+  t.setAttribute('x', x.toFixed(1)); t.setAttribute('y', y.toFixed(1));
+  t.setAttribute('text-anchor', anchor);
+  const moved = Math.hypot(x - x0, y - y0) > 6;
+  g.leader.style.display = moved ? '' : 'none';
+  if (moved) {
+    // Up from the mark to the label's underside, outside the arc.
+    const [tx, ty] = polar(f, R + 18);
+    const left = anchor === 'end' ? x - w : anchor === 'start' ? x : x - w / 2;
+    g.leader.setAttribute('x1', tx.toFixed(1)); g.leader.setAttribute('y1', ty.toFixed(1));
+    g.leader.setAttribute('x2', clamp(tx, left + 2, left + w - 2).toFixed(1)); g.leader.setAttribute('y2', (y + h - 1).toFixed(1));
+  }
+}
+
 function renderBars(p) {
   const pick = $('group-pick');
   const opts = [];
@@ -258,11 +622,16 @@ function range(a) {
 function renderObjects(p) {
   const box = $('objects');
   const o = p.objects;
-  const key = o ? JSON.stringify(o.objects.map((x) => [x.name, x.attributes.map((a) => a.path), x.actuators.map((a) => a.name)])) + JSON.stringify(o.functions.map((f) => f.name)) : '';
+  const key = o ? JSON.stringify(o.objects.map((x) => [x.name, x.attributes.map((a) => a.path), x.actuators.map((a) => a.name)])) + JSON.stringify(o.functions.map((f) => f.name)) : `none/${p.pid}/${p.source}`;
   if (key !== S.objectsKey) {
     S.objectsKey = key;
     box.replaceChildren();
-    if (!o || (!o.objects.length && !o.functions.length)) { box.append(el('p', { class: 'muted' }, 'No steering objects.')); return; }
+    if (!o || (!o.objects.length && !o.functions.length)) {
+      box.append(el('p', { class: 'muted' }, p.source === 'replay'
+        ? 'A recording being replayed: it can be watched, not steered.'
+        : 'No steering objects.'));
+      return;
+    }
     for (const obj of o.objects) {
       box.append(el('div', { class: 'obj-name' }, obj.name, obj.description ? el('span', { class: 'muted' }, ` — ${obj.description}`) : null));
       const t = el('table');
@@ -333,10 +702,15 @@ async function setAttr(path, input, msg) {
 function renderSensors(p) {
   const box = $('sensors');
   const list = p.sensors || [];
-  const key = list.map((s) => `${s.type}/${s.instance}/${s.enabled}/${s.active}/${s.rate}`).join('|');
+  const key = `${p.pid}:` + list.map((s) => `${s.type}/${s.instance}/${s.enabled}/${s.active}/${s.rate}`).join('|');
   if (key === S.sensorsKey) return;
   S.sensorsKey = key;
-  if (!list.length) { box.replaceChildren(el('p', { class: 'muted' }, 'No sensors.')); return; }
+  if (!list.length) {
+    box.replaceChildren(el('p', { class: 'muted' }, p.source === 'replay'
+      ? 'A recording: its sensors cannot be switched.'
+      : 'No sensors.'));
+    return;
+  }
   const t = el('table');
   t.append(el('tr', {}, el('th', {}, 'type'), el('th', {}, 'state'), el('th', {}, 'rate'), el('th', {}, '')));
   const seen = new Set();
@@ -385,6 +759,7 @@ $('pause').onclick = () => send({ op: 'control', action: 'pause' });
 $('resume').onclick = () => send({ op: 'control', action: 'resume' });
 $('step').onclick = () => send({ op: 'control', action: 'step', steps: 1 });
 $('add-chart').onclick = () => { const v = $('series-pick').value; if (v) { addChart(v); render(); } };
+$('add-gauge').onclick = () => { const v = $('gauge-pick').value; if (v) { addGauge(v); render(); } };
 $('group-pick').onchange = () => render();
 
 // The command line: the CLI's steering commands, for the selected program.
@@ -420,4 +795,28 @@ $('cli').onsubmit = async (ev) => {
   if (r.ok) input.value = '';
 };
 
-connect();
+// ---- replay -----------------------------------------------------------------------------
+const clock = (s) => `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, '0')}`;
+function renderReplay() {
+  const r = S.replay;
+  $('replay-bar').hidden = !r;
+  if (!r) return;
+  $('replay-play').textContent = r.paused ? 'Play' : 'Pause';
+  const pos = $('replay-pos');
+  pos.max = r.duration_s;
+  if (!S.scrubbing) pos.value = r.position_s;
+  $('replay-time').textContent = `${clock(S.scrubbing ? Number(pos.value) : r.position_s)} / ${clock(r.duration_s)}`;
+  const speed = $('replay-speed');
+  if (document.activeElement !== speed) speed.value = String(r.speed);
+  $('replay-files').textContent = r.files.map((f) => f.path.split('/').pop()).join(', ');
+}
+$('replay-play').onclick = () => send({ op: 'replay', action: S.replay && S.replay.paused ? 'play' : 'pause' });
+$('replay-speed').onchange = (ev) => send({ op: 'replay', action: 'speed', value: Number(ev.target.value) });
+$('replay-pos').oninput = () => { S.scrubbing = true; renderReplay(); };
+$('replay-pos').onchange = async (ev) => {
+  await send({ op: 'replay', action: 'seek', value: Number(ev.target.value) });
+  S.scrubbing = false;
+};
+
+S.gaugeConf = loadGauges();
+start();

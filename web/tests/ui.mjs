@@ -43,6 +43,58 @@ try {
   await a.waitForSelector('#bars .row', { timeout: 10000 });
   await a.screenshot({ path: `${shots}/overview.png`, fullPage: true });
 
+  step('gauges: a design point, its mark and the deviation from it, kept across a reload');
+  const gaugeFor = (key) => a.locator(`[data-testid="gauge"][data-key="${key}"]`);
+  const addGauge = async (key) => {
+    const id = await a.evaluate((k) => [...S.series.keys()].find((s) => s.endsWith(`/${k}`)), key);
+    check(id, `a series for ${key}`);
+    await a.selectOption('[data-testid="gauge-pick"]', id);
+    await a.click('[data-testid="add-gauge"]');
+    await gaugeFor(key).waitFor({ timeout: 10000 });
+  };
+  await addGauge('energy/total');
+  const gauge = gaugeFor('energy/total');
+  const needle = gauge.locator('[data-testid="gauge-needle"]');
+  const needleValue = () => needle.getAttribute('data-value');
+  await a.waitForFunction(() => document.querySelector('[data-key="energy/total"] [data-testid="gauge-needle"]').hasAttribute('data-value'), null, { timeout: 10000 });
+  check(!(await gauge.locator('[data-testid="gauge-design-mark"]').isVisible()), 'no design mark before a design point is set');
+  const design = gauge.locator('[data-testid="gauge-design"]');
+  const gaugeErr = gauge.locator('[data-testid="gauge-error"]');
+  await design.fill('eight');
+  await design.press('Enter');
+  await a.waitForFunction(() => document.querySelector('[data-key="energy/total"] [data-testid="gauge-error"]').textContent !== '', null, { timeout: 5000 });
+  check((await gaugeErr.textContent()).includes('not a number') && await gaugeErr.isVisible(), `gauge error: ${await gaugeErr.textContent()}`);
+  // A design point a fifth beyond the energy now: about 17% off, a warning.
+  const energy = Number(await needleValue());
+  check(Number.isFinite(energy) && energy !== 0, `the needle's value: ${energy}`);
+  const target = Number((energy * 1.2).toPrecision(3));
+  await design.fill(String(target));
+  await design.press('Enter');
+  await gauge.locator('[data-testid="gauge-design-mark"]').waitFor({ state: 'visible', timeout: 5000 });
+  check(await gaugeErr.textContent() === '', 'the error is cleared');
+  const label = await gauge.locator('[data-testid="gauge-design-label"]').textContent();
+  check(label.startsWith('design ') && Number(label.slice(7)) === target, `design label: ${label}`);
+  const dev = gauge.locator('[data-testid="gauge-deviation"]');
+  check(/^[+-]1[5-9](\.\d)?% (over|under) design$/.test(await dev.textContent()), `deviation: ${await dev.textContent()}`);
+  check((await dev.getAttribute('class')).includes('warn'), `deviation colour: ${await dev.getAttribute('class')}`);
+  const v0 = await needleValue();
+  await a.waitForFunction((v) => document.querySelector('[data-key="energy/total"] [data-testid="gauge-needle"]').getAttribute('data-value') !== v, v0, { timeout: 10000 });
+  // Saved by type/field, so a reload (or a restarted program) gets the gauge and its design point back.
+  const saved = await a.evaluate(() => JSON.parse(localStorage.getItem('gyr.gauges')));
+  check(saved['energy/total']?.design === target, `saved: ${JSON.stringify(saved)}`);
+  await a.reload();
+  await gauge.locator('[data-testid="gauge-design-mark"]').waitFor({ state: 'visible', timeout: 20000 });
+  check(await design.inputValue() === String(target), `design after reload: ${await design.inputValue()}`);
+  await addGauge('energy/kinetic');
+  await a.waitForFunction(() => document.querySelector('[data-key="energy/kinetic"] [data-testid="gauge-needle"]').hasAttribute('data-value'), null, { timeout: 10000 });
+  // At the top of the window: the command line fixed at its bottom would cover the panel.
+  const gaugePanel = a.locator('.panel', { has: a.locator('#gauges') });
+  await gaugePanel.evaluate((e) => e.scrollIntoView({ block: 'start' }));
+  await gaugePanel.screenshot({ path: `${shots}/gauges.png` });
+  await gaugeFor('energy/kinetic').locator('[data-testid="gauge-remove"]').click();
+  check(await gaugeFor('energy/kinetic').count() === 0, 'the removed gauge is gone');
+  check(!('energy/kinetic' in await a.evaluate(() => JSON.parse(localStorage.getItem('gyr.gauges')))), 'and forgotten');
+
   step('a second browser opens the same program');
   await b.goto(url);
   await b.waitForSelector('input[data-path="nbody.dt"]', { timeout: 20000 });
