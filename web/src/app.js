@@ -42,6 +42,7 @@ async function start() {
     return;
   }
   if (!a.ok) {
+    $('conn').textContent = 'token needed';
     $('none').hidden = true;
     $('token-form').hidden = false;
     $('token-error').textContent = token ? 'That token is not valid for this hub.' : '';

@@ -1,8 +1,10 @@
 //! The web UI in headless Chromium, as a user drives it: `web/tests/ui.mjs` (playwright-core)
 //! against a hub watching examples/nbody. It checks that the page loads, charts move, a set
 //! changes the program and shows in a second browser, a refused value shows its error and
-//! changes nothing, an actuator runs, pause and resume work; it saves screenshots under
-//! `target/tmp/ui-screenshots/`.
+//! changes nothing, an actuator runs, pause and resume work, gauges show a design point. Then
+//! `web/tests/replay.mjs` replays what the hub recorded behind tokens: the page asks for the
+//! token, the read token only watches, the replay plays, pauses, changes speed and scrubs.
+//! Screenshots go under `target/tmp/ui-screenshots/`.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -56,6 +58,7 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
         socket_dir: dir.path().to_owned(),
+        record: Some(dir.path().join("rec")),
         ..Default::default()
     })
     .unwrap();
@@ -87,7 +90,46 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         "browser tests failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("all checks passed"), "{stdout}");
-    for shot in ["overview.png", "refused.png", "paused.png"] {
+    for shot in ["overview.png", "gauges.png", "refused.png", "paused.png"] {
+        assert!(shots.join(shot).exists(), "no screenshot {shot}");
+    }
+
+    // What the hub recorded, replayed in the browser, behind tokens.
+    drop(hub);
+    let recorded: Vec<_> = std::fs::read_dir(dir.path().join("rec"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let replay = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        socket_dir: dir.path().to_owned(),
+        replay: recorded,
+        token: Some("steer-token".into()),
+        read_token: Some("read-token".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let out = Command::new("node")
+        .arg(web.join("tests/replay.mjs"))
+        .arg(format!("http://{}/", replay.addr()))
+        .arg("read-token")
+        .arg(&shots)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("run node");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "replay browser tests failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    for shot in ["token.png", "replay.png"] {
         assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
 }

@@ -1,0 +1,72 @@
+// Browser tests of replay and token access, in headless Chromium, against a hub replaying a
+// recording and guarded by a steer token and a read token.
+// Usage: node web/tests/replay.mjs URL READ_TOKEN SCREENSHOT_DIR
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+const [url, readToken, shots] = process.argv.slice(2);
+if (!url || !readToken || !shots) { console.error('usage: node replay.mjs URL READ_TOKEN SCREENSHOT_DIR'); process.exit(2); }
+mkdirSync(shots, { recursive: true });
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+const started = Date.now();
+const step = (what) => console.log(`replay: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
+const check = (cond, msg) => { if (!cond) throw new Error(msg); };
+
+const browser = await chromium.launch({
+  executablePath,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
+  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+
+  step('the guarded hub asks for a token, and refuses a wrong one');
+  await page.goto(url);
+  await page.waitForSelector('#token-form:not([hidden])', { timeout: 20000 });
+  await page.screenshot({ path: `${shots}/token.png` });
+  await page.fill('#token-input', 'wrong');
+  await page.press('#token-input', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#token-error').textContent.includes('not valid'), null, { timeout: 10000 });
+
+  step('the read token opens it, watch only');
+  await page.fill('#token-input', readToken);
+  await page.press('#token-input', 'Enter');
+  await page.waitForSelector('#conn.up', { timeout: 20000 });
+  await page.waitForSelector('#mode:not([hidden])');
+  check((await page.textContent('#mode')).includes('watch only'), 'the page says it only watches');
+
+  step('the replay plays');
+  await page.waitForSelector('#replay-bar:not([hidden])', { timeout: 20000 });
+  await page.waitForSelector('nav .prog', { timeout: 20000 });
+  const pos = () => page.evaluate(() => S.replay.position_s);
+  const p0 = await pos();
+  await page.waitForFunction((p) => S.replay.position_s > p + 0.5, p0, { timeout: 10000 });
+  await page.waitForFunction(() => [...S.series.values()].some((s) => s.x.length > 5), null, { timeout: 10000 });
+
+  step('pause holds the position');
+  await page.click('#replay-play');
+  await page.waitForFunction(() => S.replay.paused, null, { timeout: 10000 });
+  const held = await pos();
+  await new Promise((r) => setTimeout(r, 700));
+  check(Math.abs((await pos()) - held) < 1e-6, 'paused, yet the position moved');
+
+  step('speed and scrub');
+  await page.selectOption('#replay-speed', '5');
+  await page.waitForFunction(() => S.replay.speed === 5, null, { timeout: 10000 });
+  const dur = await page.evaluate(() => S.replay.duration_s);
+  await page.evaluate((v) => {
+    const r = document.querySelector('#replay-pos');
+    r.value = String(v);
+    r.dispatchEvent(new Event('input'));
+    r.dispatchEvent(new Event('change'));
+  }, dur * 0.8);
+  await page.waitForFunction((v) => Math.abs(S.replay.position_s - v) < 0.5, dur * 0.8, { timeout: 10000 });
+  await page.click('#replay-play');
+  await page.waitForFunction(() => !S.replay.paused, null, { timeout: 10000 });
+  await page.waitForFunction(() => [...S.series.values()].some((s) => s.x.length > 5), null, { timeout: 10000 });
+  await page.screenshot({ path: `${shots}/replay.png`, fullPage: true });
+  step('all checks passed');
+} finally {
+  await browser.close();
+}
