@@ -703,3 +703,84 @@ fn a_watched_program_exits_cleanly_and_the_watch_ends() {
         "the last energy event was shown"
     );
 }
+
+/// A `gyr hub` process, killed when dropped.
+struct HubProcess(Child);
+impl Drop for HubProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn steering_a_pushing_program_through_a_hub() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut hub = HubProcess(
+        Command::new(env!("CARGO_BIN_EXE_gyr"))
+            .args([
+                "hub",
+                "--listen",
+                "127.0.0.1:0",
+                "--grpc",
+                "127.0.0.1:0",
+                "--no-discover",
+            ])
+            .env("GYR_SOCKET_DIR", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(hub.0.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the hub printed its addresses")
+            .unwrap();
+        if let Some(rest) = line.trim().strip_prefix("gRPC API at ") {
+            break rest.split(':').take(2).collect::<Vec<_>>().join(":");
+        }
+    };
+    let p = start(
+        "steering_a_pushing_program_through_a_hub",
+        &[("GYR_HUB", &addr)],
+    );
+    let pid = p.child.id().to_string();
+    let d = dir.path();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = ok(d, &["ps", "--hub", &addr]);
+        if out
+            .lines()
+            .any(|l| l.trim_start().starts_with(&pid) && l.contains("pushed"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the hub never listed it: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let target = format!("{pid}@{addr}");
+    // The hub attaches back to the program's server for steering; give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gyr(d, &["get", &target, "nbody.dt"]).status.success() {
+        assert!(Instant::now() < deadline, "cannot steer through the hub");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok(d, &["set", &target, "nbody.dt", "0.002"]).contains("0.001 -> 0.002"));
+    assert_eq!(ok(d, &["get", &target, "nbody.dt"]).trim(), "0.002");
+    refused(d, &["set", &target, "nbody.dt", "5"], "out of range");
+    refused(
+        d,
+        &["get", &format!("1@{addr}"), "nbody.dt"],
+        "no program 1",
+    );
+    refused(d, &["get", &format!("x@{addr}"), "nbody.dt"], "pid");
+    // One live program: the hub's own address names it.
+    assert_eq!(ok(d, &["get", &addr, "nbody.dt"]).trim(), "0.002");
+    assert!(ok(d, &["log", &target]).contains("via hub"));
+}
