@@ -24,7 +24,7 @@ const fmt = (x) => {
 
 const S = {
   processes: new Map(), series: new Map(), stats: {}, groups: {}, log: [], alerts: [],
-  selected: null, charts: [], pending: new Map(), nextId: 1, ws: null,
+  selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
   objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
 };
 
@@ -65,6 +65,17 @@ $('token-form').onsubmit = (ev) => {
   start();
 };
 
+// How far behind the hub the page is, drawing included: shown when it matters, kept for tests.
+function keepingUp(lag) {
+  S.lags.push(lag);
+  if (S.lags.length > 100) S.lags.shift();
+  S.maxLag = Math.max(...S.lags);
+  const c = $('conn');
+  if (lag > 1000) { c.textContent = `behind by ${(lag / 1000).toFixed(1)} s`; c.className = 'conn late'; }
+  else if (c.className !== 'conn up') { c.textContent = 'live'; c.className = 'conn up'; }
+  c.title = `updates arrive and are drawn ${Math.round(lag)} ms after the hub sends them`;
+}
+
 function connect() {
   const q = S.token ? `?token=${encodeURIComponent(S.token)}` : '';
   const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${q}`);
@@ -76,7 +87,11 @@ function connect() {
     S.pending.clear();
     setTimeout(connect, 1000);
   };
-  ws.onmessage = (ev) => handle(JSON.parse(ev.data));
+  ws.onmessage = (ev) => {
+    const m = JSON.parse(ev.data);
+    handle(m);
+    if (m.sent_ms) keepingUp(Date.now() - m.sent_ms);
+  };
 }
 
 function send(cmd) {
@@ -236,7 +251,9 @@ function renderCharts(p) {
   }
   if (S.charts.length === 0 && ids.length) {
     const defaults = PREFERRED.map((s) => `${p.pid}/${s}`).filter((id) => ids.includes(id));
-    for (const id of (defaults.length ? defaults : ids.slice(0, 1)).slice(0, 2)) addChart(id);
+    // Else the program's own series that have data: gyr's bookkeeping (gyr.lost…) comes last.
+    const own = ids.filter((id) => !id.split('/')[1].startsWith('gyr.') && S.series.get(id).x.length);
+    for (const id of (defaults.length ? defaults : own.length ? own : ids).slice(0, 2)) addChart(id);
   }
   for (const c of S.charts) {
     const s = S.series.get(c.id);

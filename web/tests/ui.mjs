@@ -143,6 +143,24 @@ try {
   await a.fill('#cli-input', 'warp 9');
   await a.press('#cli-input', 'Enter');
   await a.waitForFunction(() => document.querySelector('#cli-out').className.includes('err'), null, { timeout: 10000 });
+  step('at 10 000 events/s per program the page keeps up');
+  await a.waitForFunction(() => [...S.series.keys()].some((k) => k.endsWith('/load/value')), null, { timeout: 20000 });
+  const loadPid = await a.evaluate(() => Number([...S.series.keys()].find((k) => k.endsWith('/load/value')).split('/')[0]));
+  await a.click(`nav .prog[data-pid="${loadPid}"]`);
+  await a.evaluate(() => { S.lags = []; });
+  const x0 = await a.evaluate((pid) => { const s = S.series.get(`${pid}/load/value`); return s.x[s.x.length - 1]; }, loadPid);
+  await new Promise((r) => setTimeout(r, 5000));
+  const seen = await a.evaluate((pid) => {
+    const s = S.series.get(`${pid}/load/value`);
+    const p = S.processes.get(pid);
+    return { lag: S.maxLag, n: S.lags.length, x: s.x[s.x.length - 1], rate: p.types.load.rate };
+  }, loadPid);
+  check(seen.n > 50, `the page got ${seen.n} updates in 5 s`);
+  check(seen.lag < 1000, `the page fell ${seen.lag} ms behind`);
+  check(seen.x > x0 + 3, `the load chart moved from ${x0} to ${seen.x}`);
+  check(seen.rate > 5000, `the hub sees ${seen.rate} events/s from the program`);
+  console.log(`ui: the page kept up: worst lag ${Math.round(seen.lag)} ms over ${seen.n} updates at ${Math.round(seen.rate)} events/s`);
+  await a.screenshot({ path: `${shots}/load.png` });
   step('all checks passed');
 } finally {
   await browser.close();

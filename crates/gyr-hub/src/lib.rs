@@ -357,6 +357,13 @@ impl Drop for Hub {
     }
 }
 
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1e3)
+        .unwrap_or(0.0)
+}
+
 /// Turns the model's changes into one update per tick for every page.
 async fn ticker(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(TICK);
@@ -377,6 +384,8 @@ async fn ticker(shared: Arc<Shared>) {
         if update.get("processes").is_some() {
             update["hub"] = shared.hub_state();
         }
+        // When it left the hub: the page measures how far behind it is.
+        update["sent_ms"] = serde_json::json!(unix_ms());
         // Nobody listening is fine: the next page gets a snapshot.
         let _ = shared.updates.send(Arc::new(update.to_string()));
     }

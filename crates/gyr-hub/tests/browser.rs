@@ -1,7 +1,8 @@
 //! The web UI in headless Chromium, as a user drives it: `web/tests/ui.mjs` (playwright-core)
 //! against a hub watching examples/nbody. It checks that the page loads, charts move, a set
 //! changes the program and shows in a second browser, a refused value shows its error and
-//! changes nothing, an actuator runs, pause and resume work, gauges show a design point. Then
+//! changes nothing, an actuator runs, pause and resume work, gauges show a design point, and
+//! the page keeps up with two more programs at 10 000 events a second each. Then
 //! `web/tests/replay.mjs` replays what the hub recorded behind tokens: the page asks for the
 //! token, the read token only watches, the replay plays, pauses, changes speed and scrubs.
 //! Screenshots go under `target/tmp/ui-screenshots/`.
@@ -11,6 +12,34 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "GYR_TEST_UI_CHILD";
+const LOAD: &str = "GYR_TEST_UI_LOAD";
+
+/// The load programs' event: 10 000 a second each.
+#[derive(gyr::Sensor)]
+struct Load {
+    domain: u32,
+    value: f64,
+}
+
+/// A program emitting 10 000 events a second, until killed.
+fn load_program() -> ! {
+    let _rt = gyr::init().expect("start gyr");
+    let start = Instant::now();
+    let mut n = 0u64;
+    loop {
+        for _ in 0..100 {
+            gyr::emit!(Load {
+                domain: (n % 8) as u32,
+                value: (n as f64 * 1e-4).sin(),
+            });
+            n += 1;
+        }
+        let due = start + Duration::from_secs_f64(n as f64 / 10_000.0);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+    }
+}
 
 struct Program(Child);
 impl Drop for Program {
@@ -22,6 +51,9 @@ impl Drop for Program {
 
 #[test]
 fn the_web_ui_watches_and_steers_nbody_in_chromium() {
+    if std::env::var_os(LOAD).is_some() {
+        load_program();
+    }
     if std::env::var_os(CHILD).is_some() {
         let rt = gyr::init().expect("start gyr");
         let sim = gyr_example_nbody::register(48).expect("register nbody");
@@ -54,6 +86,25 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
             .spawn()
             .unwrap(),
     );
+    // Two programs at 10 000 events a second each: the page must keep up.
+    let load: Vec<Program> = (0..2)
+        .map(|_| {
+            Program(
+                Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "the_web_ui_watches_and_steers_nbody_in_chromium",
+                        "--nocapture",
+                    ])
+                    .env(LOAD, "1")
+                    .env("GYR_SOCKET_DIR", dir.path())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
@@ -96,9 +147,12 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
 
     // What the hub recorded, replayed in the browser, behind tokens.
     drop(hub);
+    drop(load);
+    let nbody = format!("-{}-", program.0.id());
     let recorded: Vec<_> = std::fs::read_dir(dir.path().join("rec"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(&nbody))
         .collect();
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     let replay = gyr_hub::Hub::start(gyr_hub::HubConfig {
