@@ -173,6 +173,8 @@ struct TypeState {
     /// latest value of every field per key value (NaN: none yet).
     groups: Vec<Option<BTreeMap<i64, Vec<f64>>>>,
     alert: bool,
+    /// `gyr.steer`: in a replay, the steering log is rebuilt from these.
+    steer: bool,
 }
 
 impl TypeState {
@@ -204,6 +206,7 @@ impl TypeState {
             .collect();
         TypeState {
             alert: schema.name == ALERT_EVENT,
+            steer: schema.name == STEER_EVENT,
             schema,
             count: TypeCount::default(),
             series,
@@ -214,6 +217,8 @@ impl TypeState {
 
 /// The event type whose events feed the alerts panel.
 const ALERT_EVENT: &str = "gyr.alert";
+/// The event type the steering log is also written as.
+const STEER_EVENT: &str = "gyr.steer";
 
 /// What the hub knows of one thread of a program.
 #[derive(Debug, Default)]
@@ -422,6 +427,34 @@ impl Process {
                 self.alerts.pop_front();
             }
             self.fresh_alerts.push(a);
+        }
+        // A live program's log comes from its server; a recording's from its events.
+        if ts.steer && self.source == Source::Replay {
+            let v = decode(&ts.schema, payload).unwrap_or_default();
+            let field = |name: &str| {
+                ts.schema
+                    .field_index(name)
+                    .and_then(|i| v.get(i))
+                    .map(|x| match x {
+                        gyr_core::Value::Str(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .unwrap_or_default()
+            };
+            let entry = v1::LogEntry {
+                seq: field("seq").parse().unwrap_or(0),
+                time_ns: h.timestamp,
+                who: field("who"),
+                action: gyr::steer::log::describe(
+                    &field("action"),
+                    &field("target"),
+                    &field("before"),
+                    &field("after"),
+                ),
+                error: field("error"),
+                pid: self.pid,
+            };
+            self.log_entry(&entry);
         }
     }
 

@@ -359,6 +359,14 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
                 .unwrap_or(0);
             if m["t"] == "snapshot" && got > received * 8 / 10 {
                 assert_eq!(m["processes"][0]["source"], "replay");
+                // The steering log is rebuilt from the recording's gyr.steer events.
+                let log = m["log"].as_array().unwrap();
+                assert!(
+                    log.iter()
+                        .any(|e| e["action"].as_str().unwrap().ends_with(": 1 -> 2.5")
+                            && e["who"].as_str().unwrap().contains("via hub")),
+                    "{log:?}"
+                );
                 break;
             }
         }

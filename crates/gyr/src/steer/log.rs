@@ -116,23 +116,22 @@ impl Action {
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (verb, target, a, b) = self.parts();
-        match self {
-            Action::Set { .. } => write!(f, "set {target}: {a} -> {b}"),
-            Action::Refused { .. } => write!(f, "refused {target} = {b}"),
-            Action::Actuate { .. } => write!(
-                f,
-                "actuate {target}({a}){}",
-                if b.is_empty() {
-                    String::new()
-                } else {
-                    format!(" -> {b}")
-                }
-            ),
-            Action::Call { .. } => write!(f, "call {target}({a})"),
-            Action::Step { .. } => write!(f, "step {b}"),
-            _ if target.is_empty() => f.write_str(verb),
-            _ => write!(f, "{verb} {target}"),
-        }
+        f.write_str(&describe(verb, &target, &a, &b))
+    }
+}
+
+/// An action's text from its parts (verb, target, before, after) as `gyr.steer` events carry
+/// them: tools that rebuild the log from a trace (the hub's replay) write it the same way.
+pub fn describe(verb: &str, target: &str, before: &str, after: &str) -> String {
+    match verb {
+        "set" => format!("set {target}: {before} -> {after}"),
+        "refused" => format!("refused {target} = {after}"),
+        "actuate" if after.is_empty() => format!("actuate {target}({before})"),
+        "actuate" => format!("actuate {target}({before}) -> {after}"),
+        "call" => format!("call {target}({before})"),
+        "step" => format!("step {after}"),
+        _ if target.is_empty() => verb.to_owned(),
+        _ => format!("{verb} {target}"),
     }
 }
 
