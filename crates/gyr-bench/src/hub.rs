@@ -8,6 +8,7 @@
 //!   clock; a gRPC subscriber of the hub and a WebSocket client (the web UI's path) read them,
 //!   while 8 simulated processes add 10k events/s each of background load.
 
+use crate::figures::{percentile, r3};
 use gyr::Sensor;
 use gyr_core::record::{Records, push_record};
 use gyr_proto::events::EventDecoder;
@@ -36,18 +37,6 @@ fn now_us() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as f64 / 1e3)
         .unwrap_or(0.0)
-}
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn r3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 /// A child process, killed when dropped.

@@ -3,6 +3,7 @@
 //!
 //! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`)
 
+mod figures;
 mod floor;
 mod hub;
 mod peers;

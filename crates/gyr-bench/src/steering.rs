@@ -10,6 +10,7 @@
 //! - examples/nbody run in a child process with gyr fully active (sensors on, server running,
 //!   this process watching every event) against gyr switched off.
 
+use crate::figures::{percentile, r3};
 use gyr::gyr_core::Value;
 use gyr::gyr_core::record::Records;
 use gyr::steer::{self, Actuator, AttrType, Who};
@@ -32,15 +33,6 @@ struct Plant {
     #[steer(min = 0.0, max = 1e12)]
     setpoint: f64,
     count: u64,
-}
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn r3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {

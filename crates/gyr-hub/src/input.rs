@@ -265,13 +265,7 @@ pub(crate) async fn publish(
             ));
         }
     };
-    if hello.protocol_version != 0 && hello.protocol_version != gyr_proto::PROTOCOL_VERSION {
-        return Err(Status::failed_precondition(format!(
-            "this hub speaks gyr protocol {}, the program {}: use a matching gyr",
-            gyr_proto::PROTOCOL_VERSION,
-            hello.protocol_version
-        )));
-    }
+    gyr_proto::check_version(hello.protocol_version, "this hub", "the program")?;
     let (pid, started) = (hello.pid, hello.started_unix_ns);
     let attach_back = {
         let mut m = shared.lock();

@@ -148,12 +148,7 @@ impl v1::gyr_server::Gyr for HubService {
         req: Request<v1::HandshakeRequest>,
     ) -> Result<Response<v1::HandshakeReply>, Status> {
         let can_steer = self.permission(&req)?;
-        let v = req.get_ref().protocol_version;
-        if v != 0 && v != PROTOCOL_VERSION {
-            return Err(Status::failed_precondition(format!(
-                "this hub speaks gyr protocol {PROTOCOL_VERSION}, the client {v}: use a matching gyr"
-            )));
-        }
+        gyr_proto::check_version(req.get_ref().protocol_version, "this hub", "the client")?;
         // With a program named, the client talks to that program through the hub.
         let (pid, command_line) = match self.named(&req)? {
             Some(pid) => {

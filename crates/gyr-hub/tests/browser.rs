@@ -7,8 +7,11 @@
 //! token, the read token only watches, the replay plays, pauses, changes speed and scrubs.
 //! Screenshots go under `target/tmp/ui-screenshots/`.
 
+mod common;
+
+use common::Program;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "GYR_TEST_UI_CHILD";
@@ -41,11 +44,26 @@ fn load_program() -> ! {
     }
 }
 
-struct Program(Child);
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// Runs one of `web/tests/*.mjs` in Chromium and checks that all its checks passed and its
+/// screenshots exist.
+fn browser_checks(chromium: &str, script: &str, args: &[String], shots: &Path, expected: &[&str]) {
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
+    let out = Command::new("node")
+        .arg(web.join("tests").join(script))
+        .args(args)
+        .arg(shots)
+        .env("CHROMIUM", chromium)
+        .output()
+        .expect("run node (the browser tests need Node.js)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}");
+    assert!(out.status.success(), "{script} failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    for shot in expected {
+        assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
 }
 
@@ -122,28 +140,20 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         assert!(Instant::now() < deadline, "the hub did not attach to nbody");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
-    let out = Command::new("node")
-        .arg(web.join("tests/ui.mjs"))
-        .arg(format!("http://{}/", hub.addr()))
-        .arg(&shots)
-        .env("CHROMIUM", &chromium)
-        .output()
-        .expect("run node (the browser tests need Node.js)");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    browser_checks(
+        &chromium,
+        "ui.mjs",
+        &[format!("http://{}/", hub.addr())],
+        &shots,
+        &[
+            "overview.png",
+            "gauges.png",
+            "refused.png",
+            "paused.png",
+            "load.png",
+        ],
     );
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "browser tests failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("all checks passed"), "{stdout}");
-    for shot in ["overview.png", "gauges.png", "refused.png", "paused.png"] {
-        assert!(shots.join(shot).exists(), "no screenshot {shot}");
-    }
 
     // What the hub recorded, replayed in the browser, behind tokens.
     drop(hub);
@@ -165,25 +175,11 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         ..Default::default()
     })
     .unwrap();
-    let out = Command::new("node")
-        .arg(web.join("tests/replay.mjs"))
-        .arg(format!("http://{}/", replay.addr()))
-        .arg("read-token")
-        .arg(&shots)
-        .env("CHROMIUM", &chromium)
-        .output()
-        .expect("run node");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    browser_checks(
+        &chromium,
+        "replay.mjs",
+        &[format!("http://{}/", replay.addr()), "read-token".into()],
+        &shots,
+        &["token.png", "replay.png"],
     );
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "replay browser tests failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("all checks passed"), "{stdout}");
-    for shot in ["token.png", "replay.png"] {
-        assert!(shots.join(shot).exists(), "no screenshot {shot}");
-    }
 }

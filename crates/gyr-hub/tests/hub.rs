@@ -2,9 +2,12 @@
 //! to pages over WebSocket and HTTP, forwards a page's steering to the program (refusals come
 //! back with the program's reason), and every page sees a change another page made.
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{Program, Ws, command, http_get, next_json, wait_for};
+use futures_util::SinkExt;
+use serde_json::json;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -34,50 +37,6 @@ fn child_program() -> ! {
     }
     drop(rt);
     std::process::exit(0);
-}
-
-struct Program(Child);
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn next_json(ws: &mut Ws) -> Value {
-    loop {
-        match ws.next().await.expect("the hub closed the socket").unwrap() {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
-            _ => continue,
-        }
-    }
-}
-
-/// Sends a command and returns its reply (updates arriving meanwhile are skipped).
-async fn command(ws: &mut Ws, cmd: Value) -> Value {
-    ws.send(Message::Text(cmd.to_string().into()))
-        .await
-        .unwrap();
-    loop {
-        let m = next_json(ws).await;
-        if m["t"] == "reply" {
-            return m;
-        }
-    }
 }
 
 /// Waits for an update in which `pid`'s attribute `path` shows `value`.
@@ -255,13 +214,4 @@ async fn ws_text(ws: &mut Ws, text: &str) {
             return;
         }
     }
-}
-
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }

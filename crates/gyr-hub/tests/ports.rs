@@ -3,14 +3,15 @@
 //! events recorded to a trace file, that file replayed (play, pause, speed, seek) and access
 //! by token (steer and watch-only) on the web and gRPC sides.
 
-use futures_util::{SinkExt, StreamExt};
+mod common;
+
+use common::{Program, command, http_get, next_json, wait_for};
 use gyr_proto::events::EventDecoder;
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tokio_tungstenite::tungstenite::Message;
 use tonic::transport::Channel;
 
 const CHILD: &str = "GYR_TEST_PORTS_CHILD";
@@ -41,25 +42,6 @@ fn child_program() -> ! {
     std::process::exit(0);
 }
 
-struct Program(Child);
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn req<T>(msg: T, pid: Option<u32>, token: Option<&str>) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.metadata_mut()
@@ -73,39 +55,6 @@ fn req<T>(msg: T, pid: Option<u32>, token: Option<&str>) -> tonic::Request<T> {
             .insert("authorization", format!("Bearer {t}").parse().unwrap());
     }
     r
-}
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn next_json(ws: &mut Ws) -> Value {
-    loop {
-        match ws.next().await.expect("the hub closed the socket").unwrap() {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
-            _ => continue,
-        }
-    }
-}
-
-async fn command(ws: &mut Ws, cmd: Value) -> Value {
-    ws.send(Message::Text(cmd.to_string().into()))
-        .await
-        .unwrap();
-    loop {
-        let m = next_json(ws).await;
-        if m["t"] == "reply" {
-            return m;
-        }
-    }
-}
-
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 #[test]

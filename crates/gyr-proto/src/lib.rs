@@ -28,6 +28,18 @@ pub const PROCESS_HEADER: &str = "x-gyr-process";
 /// The protocol version this crate speaks; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// Checks the protocol version a peer announced (0: not said, taken as this one). `server`
+/// and `peer` name the two sides in the refusal ("this hub", "the program").
+pub fn check_version(version: u32, server: &str, peer: &str) -> Result<(), tonic::Status> {
+    if version == 0 || version == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(tonic::Status::failed_precondition(format!(
+            "{server} speaks gyr protocol {PROTOCOL_VERSION}, {peer} {version}: use a matching gyr"
+        )))
+    }
+}
+
 /// The `gyr.v1` package.
 #[allow(
     missing_docs,

@@ -191,12 +191,7 @@ impl v1::gyr_server::Gyr for GyrService {
         req: Request<v1::HandshakeRequest>,
     ) -> Result<Response<v1::HandshakeReply>, Status> {
         let can_steer = self.permission(&req)?;
-        let v = req.get_ref().protocol_version;
-        if v != 0 && v != PROTOCOL_VERSION {
-            return Err(Status::failed_precondition(format!(
-                "this program speaks gyr protocol {PROTOCOL_VERSION}, the client {v}: use a matching gyr"
-            )));
-        }
+        gyr_proto::check_version(req.get_ref().protocol_version, "this program", "the client")?;
         Ok(Response::new(v1::HandshakeReply {
             protocol_version: PROTOCOL_VERSION,
             pid: self.ctx.pid,
