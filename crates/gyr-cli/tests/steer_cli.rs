@@ -359,7 +359,14 @@ print("not reached");
         "cannot read the script",
     );
 
-    // run-until from the command line, and conditions it cannot understand.
+    // run-until from the command line, and conditions it cannot understand. Paused first, so
+    // that the target is still ahead when the condition arrives, however busy the machine.
+    ok(d, &["pause", pid]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok(d, &["status", pid]).contains("paused") {
+        assert!(Instant::now() < deadline, "pause did not pause");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let target = ok(d, &["get", pid, "nbody.step"])
         .trim()
         .parse::<u64>()
