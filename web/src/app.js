@@ -136,7 +136,8 @@ function handle(m) {
   for (const [id, pts] of Object.entries(m.points)) {
     const s = seriesFor(id);
     dropLive(s);
-    for (const [t, v] of pts) { s.x.push(t); s.y.push(v); }
+    // A point is taken once: a snapshot's history and the next update may both hold it.
+    for (const [t, v] of pts) if (!s.x.length || t > s.x[s.x.length - 1]) { s.x.push(t); s.y.push(v); }
     if (s.x.length > MAX_POINTS) { s.x.splice(0, s.x.length - MAX_POINTS); s.y.splice(0, s.y.length - MAX_POINTS); }
   }
   // The bucket still filling is drawn at once, as the last point, and replaced when it closes.

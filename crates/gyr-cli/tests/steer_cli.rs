@@ -80,6 +80,18 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     out
 }
 
+/// Waits until `gyr status PID` shows `state`.
+fn wait_status(dir: &Path, pid: &str, state: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok(dir, &["status", pid]).contains(state) {
+        assert!(
+            Instant::now() < deadline,
+            "program {pid} never showed {state:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn refused(dir: &Path, args: &[&str], reason: &str) {
     let o = gyr(dir, args);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -183,11 +195,7 @@ fn steering_nbody_from_the_cli() {
     assert!(
         ok(d, &["pause", pid]).contains("pausing") || ok(d, &["status", pid]).contains("paused")
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ok(d, &["status", pid]).contains("paused at step") {
-        assert!(Instant::now() < deadline, "the program did not pause");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_status(d, pid, "paused at step");
     let step = |d| {
         ok(d, &["get", pid, "nbody.step"])
             .trim()
@@ -362,11 +370,7 @@ print("not reached");
     // run-until from the command line, and conditions it cannot understand. Paused first, so
     // that the target is still ahead when the condition arrives, however busy the machine.
     ok(d, &["pause", pid]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ok(d, &["status", pid]).contains("paused") {
-        assert!(Instant::now() < deadline, "pause did not pause");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_status(d, pid, "paused");
     let target = ok(d, &["get", pid, "nbody.step"])
         .trim()
         .parse::<u64>()
@@ -374,11 +378,7 @@ print("not reached");
         + 40;
     let cond = format!("nbody.step >= {target} or nbody.bodies > 1000");
     assert!(ok(d, &["run-until", pid, &cond]).contains("running until"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ok(d, &["status", pid]).contains("paused") {
-        assert!(Instant::now() < deadline, "run-until did not pause");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_status(d, pid, "paused");
     assert_eq!(
         ok(d, &["get", pid, "nbody.step"]).trim(),
         target.to_string()

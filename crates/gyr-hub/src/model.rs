@@ -668,7 +668,6 @@ impl Model {
     /// summary (state, objects, sensors, rates), the statistics of the series that moved and
     /// the groups (these cost more, and change slower than the eye follows).
     pub(crate) fn update(&mut self, now: Instant, full: bool) -> Json {
-        let processes = full;
         let mut summaries = Vec::new();
         let mut points = serde_json::Map::new();
         let mut live = serde_json::Map::new();
@@ -677,7 +676,7 @@ impl Model {
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
-            if processes {
+            if full {
                 summaries.push(p.summary(now));
             }
             let pid = p.pid;
@@ -728,8 +727,8 @@ impl Model {
             processes.push(p.summary(now));
             let pid = p.pid;
             for (ty, f, s) in p.series_mut() {
-                // Fresh points are in the history already; they must not come again.
-                s.fresh.clear();
+                // Fresh points are in this history and will come in the next update too (other
+                // pages need them): the page takes a point once, by its time.
                 points.insert(series_id(pid, ty, f), json!(s.points));
                 if let Some(l) = s.live() {
                     live.insert(series_id(pid, ty, f), json!(l));
