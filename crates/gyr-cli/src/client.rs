@@ -46,11 +46,9 @@ impl Client {
             return Ok(c);
         }
         if let Ok(pid) = target.parse::<u32>() {
-            let Some(a) = discovery::discover().into_iter().find(|a| a.pid == pid) else {
-                let running: Vec<String> = discovery::discover()
-                    .iter()
-                    .map(|a| a.pid.to_string())
-                    .collect();
+            let found = discovery::discover().map_err(|e| Failure::from(anyhow::Error::new(e)))?;
+            let Some(a) = found.iter().find(|a| a.pid == pid) else {
+                let running: Vec<String> = found.iter().map(|a| a.pid.to_string()).collect();
                 return Err(Failure::input(anyhow::anyhow!(
                     "no gyr program with pid {pid} is running{}; `gyr ps` lists them",
                     if running.is_empty() {

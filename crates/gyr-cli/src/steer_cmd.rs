@@ -101,7 +101,7 @@ pub(crate) fn ps_hub(hub: &str, token: Option<String>) -> Result<ExitCode, Failu
 }
 
 pub(crate) fn ps() -> Result<ExitCode, Failure> {
-    let found = discovery::discover();
+    let found = discovery::discover().map_err(|e| Failure::from(anyhow::Error::new(e)))?;
     let mut out = std::io::stdout().lock();
     if found.is_empty() {
         writeln!(

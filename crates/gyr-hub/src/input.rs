@@ -76,8 +76,23 @@ impl Address {
 
 /// Watches `dir` for programs and attaches to every new one.
 pub(crate) async fn discover(shared: Arc<Shared>, dir: PathBuf) {
+    let mut complained = false;
     loop {
-        for a in discovery::discover_in(&dir) {
+        let found = match discovery::discover_in(&dir) {
+            Ok(found) => {
+                complained = false;
+                found
+            }
+            Err(e) => {
+                // Said once, and again only after it was fixed and broke anew.
+                if !complained {
+                    eprintln!("gyr hub: not attaching to programs: {e}");
+                    complained = true;
+                }
+                Vec::new()
+            }
+        };
+        for a in found {
             if a.pid == std::process::id() {
                 continue;
             }

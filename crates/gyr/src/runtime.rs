@@ -86,10 +86,6 @@ pub enum Error {
     /// A setting is out of range.
     #[error("{0}")]
     BadConfig(String),
-    /// The steering server could not listen.
-    #[cfg(feature = "server")]
-    #[error("cannot start the steering server: {0} (set GYR_SERVE=0 to run without it)")]
-    Server(std::io::Error),
     /// A monitor thread could not be started.
     #[error("cannot start a local monitor thread: {0}")]
     Spawn(std::io::Error),
@@ -456,10 +452,12 @@ impl Builder {
                     fanout,
                 ) {
                     Ok(h) => Some(h),
+                    // gyr's failure never stops the program: it runs on, monitored, unsteered.
                     Err(e) => {
-                        shared.stopping.store(true, Ordering::SeqCst);
-                        shared.wake_all();
-                        return Err(Error::Server(e));
+                        eprintln!(
+                            "gyr: the steering server is off, the program runs on without it: {e}"
+                        );
+                        None
                     }
                 }
             }

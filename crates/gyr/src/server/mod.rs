@@ -69,6 +69,7 @@ pub(crate) fn start(
     let dir = discovery::socket_dir();
     discovery::prepare_dir(&dir)?;
     let socket = dir.join(format!("{pid}.sock"));
+    // A socket of a dead program that had this pid; the directory is verified to be ours.
     let _ = std::fs::remove_file(&socket);
     let unix = std::os::unix::net::UnixListener::bind(&socket)?;
     unix.set_nonblocking(true)?;
@@ -95,9 +96,10 @@ pub(crate) fn start(
     let announced = discovery::announce(&dir, &announcement)?;
     let mut files = vec![socket.clone(), announced];
     if let Some(token) = &steer_token {
-        // Only the program's user can read this file (the directory is private).
+        // Only the program's user can read this file, from the moment it exists.
         let path = dir.join(format!("{pid}.token"));
-        std::fs::write(&path, token)?;
+        let _ = std::fs::remove_file(&path);
+        discovery::write_private(&path, token.as_bytes())?;
         files.push(path);
     }
     let publisher = cfg.hub.clone().map(|hub| publish::Publisher {
