@@ -36,6 +36,7 @@
 mod clock;
 pub mod control;
 mod dynamic;
+mod exit;
 pub mod extended;
 mod monitor;
 mod producer;
@@ -52,11 +53,12 @@ mod sync;
 
 pub use clock::now_ns;
 pub use dynamic::{DynamicSensor, LoadSpecError, load_spec};
+pub use exit::DEFAULT_EXIT_DEADLINE;
 pub use registry::{LOST_TYPE_ID, RegisterError, SensorType, schema_by_name, schemas};
 pub use runtime::{
     Builder, DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS,
     DEFAULT_POLL_INTERVAL, DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Error, Policy, Runtime,
-    Summary, flush, init,
+    Summary, flush, init, shutdown,
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
 pub use sensor::{Sensor, SensorField, SensorInstance, emit};

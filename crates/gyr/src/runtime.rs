@@ -2,7 +2,18 @@
 //!
 //! One runtime runs per process at a time. [`Builder::start`] starts its local monitors and
 //! returns a [`Runtime`] guard; dropping the guard drains every ring, closes the sinks (writing
-//! the trace's end block) and stops the monitors.
+//! the trace's end block) and stops the monitors. [`init`] and [`Builder::install`] start the
+//! process's runtime instead, which no dropped guard can stop by accident.
+//!
+//! # Ending without losing the trace
+//!
+//! However the process ends in the ordinary way, what its sensors recorded reaches the sinks
+//! and the steering server's files are removed: a shutdown by [`Runtime::shutdown`] or
+//! [`shutdown`], a return from `main`, `std::process::exit` (an `atexit` hook), a panic (the
+//! panic hook flushes), and SIGINT, SIGTERM or SIGHUP while their disposition is the default
+//! (a `gyr-signals` thread shuts down, then the signal is raised again with its default action,
+//! so the exit status still says how the process ended). Only what cannot be caught (SIGKILL,
+//! an abort) loses the unfinished chunk, at most [`DEFAULT_FLUSH_INTERVAL`] of events.
 
 use crate::clock::clock;
 use crate::monitor::{self, MonitorSlot};
@@ -52,6 +63,8 @@ pub(crate) struct Config {
     pub(crate) poll_interval: Duration,
     pub(crate) max_lag: Duration,
     pub(crate) flush_interval: Duration,
+    /// Whether SIGINT, SIGTERM and SIGHUP left at their default shut the runtime down first.
+    pub(crate) signals: bool,
     #[cfg(feature = "server")]
     pub(crate) server: crate::server::ServerConfig,
 }
@@ -142,6 +155,7 @@ impl Builder {
                 poll_interval: DEFAULT_POLL_INTERVAL,
                 max_lag: DEFAULT_MAX_LAG,
                 flush_interval: DEFAULT_FLUSH_INTERVAL,
+                signals: true,
                 #[cfg(feature = "server")]
                 server: crate::server::ServerConfig {
                     enabled: true,
@@ -166,6 +180,7 @@ impl Builder {
     /// | `GYR_MAX_MONITORS` | most local monitors | 4 |
     /// | `GYR_POLL_INTERVAL_US` | monitor sleep when idle, µs | 1000 |
     /// | `GYR_DISABLE` | `1`: start with every sensor off | unset |
+    /// | `GYR_SIGNALS` | `0`: leave SIGINT, SIGTERM and SIGHUP alone (no flush before dying) | `1` |
     /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
     /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
     /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token | none |
@@ -226,6 +241,13 @@ impl Builder {
         }
         if let Some(v) = var("GYR_DISABLE") {
             self.enabled = !matches!(v.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(v) = var("GYR_SIGNALS") {
+            match v.as_str() {
+                "0" | "false" | "no" => self.config.signals = false,
+                "1" | "true" | "yes" => self.config.signals = true,
+                _ => bad("GYR_SIGNALS", v, "use 1 or 0"),
+            }
         }
         if let Some(v) = var("GYR_TRACE") {
             self.trace_path = Some(v.into());
@@ -357,13 +379,31 @@ impl Builder {
         self
     }
 
+    /// Whether SIGINT, SIGTERM and SIGHUP, when the program leaves them at their default
+    /// action, first shut the runtime down (on by default): the trace gets its last events and
+    /// the steering server's files are removed, then the signal ends the process as before.
+    pub fn handle_signals(mut self, on: bool) -> Self {
+        self.config.signals = on;
+        self
+    }
+
     /// Starts with every sensor switched off (turn them on with [`crate::control`]).
     pub fn disabled(mut self) -> Self {
         self.enabled = false;
         self
     }
 
-    /// Starts the runtime: calibrates the clock, opens sinks, starts the local monitors.
+    /// Starts the process's runtime, which runs until [`Runtime::shutdown`], [`shutdown`] or
+    /// the end of the process: dropping the returned guard does not stop it, so
+    /// `let _ = gyr::Builder::new().install();` monitors the whole run.
+    pub fn install(self) -> Result<Runtime, Error> {
+        let mut rt = self.start()?;
+        rt.scoped = false;
+        Ok(rt)
+    }
+
+    /// Starts a runtime for as long as the returned guard lives: calibrates the clock, opens
+    /// sinks, starts the local monitors.
     pub fn start(mut self) -> Result<Runtime, Error> {
         if let Some(e) = self.env_error.take() {
             return Err(e);
@@ -424,6 +464,9 @@ impl Builder {
             flush_requested: AtomicU64::new(0),
             flush_done: (Mutex::new(0), Condvar::new()),
             stats: Stats::default(),
+            ended: AtomicBool::new(false),
+            #[cfg(feature = "server")]
+            server: Mutex::new(None),
             last_spawn: Mutex::new(
                 Instant::now()
                     .checked_sub(Duration::from_secs(1))
@@ -434,7 +477,7 @@ impl Builder {
             monitor::spawn(&shared).map_err(Error::Spawn)?;
         }
         #[cfg(feature = "server")]
-        let server = match fanout {
+        let mut server = match fanout {
             Some(fanout) => {
                 let s2 = shared.clone();
                 let counters = Box::new(move || {
@@ -463,15 +506,28 @@ impl Builder {
             }
             None => None,
         };
+        #[cfg(feature = "server")]
+        let (socket, tcp) = {
+            let socket = server.as_ref().map(|s| s.socket.clone());
+            let tcp = server
+                .as_mut()
+                .and_then(|s| Some((s.tcp?, s.steer_token.clone()?)));
+            *lock(&shared.server) = server;
+            (socket, tcp)
+        };
         *current = Some(shared.clone());
         drop(current);
         crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
         crate::control::set_running(true);
         install_panic_hook();
+        crate::exit::install(self.config.signals);
         Ok(Runtime {
             shared: Some(shared),
+            scoped: true,
             #[cfg(feature = "server")]
-            server,
+            socket,
+            #[cfg(feature = "server")]
+            tcp,
         })
     }
 }
@@ -517,6 +573,11 @@ pub(crate) struct Shared {
     pub(crate) flush_requested: AtomicU64,
     pub(crate) flush_done: (Mutex<u64>, Condvar),
     pub(crate) stats: Stats,
+    /// Set by the one shutdown that ends this runtime, whoever asks first.
+    ended: AtomicBool,
+    /// The steering server, stopped after the last events reached its streams.
+    #[cfg(feature = "server")]
+    server: Mutex<Option<crate::server::ServerHandle>>,
     pub(crate) last_spawn: Mutex<Instant>,
 }
 
@@ -626,13 +687,19 @@ pub struct Summary {
     pub threads: u64,
 }
 
-/// The running runtime; dropping it shuts down (drains every ring, closes the sinks).
-#[must_use = "dropping the Runtime shuts monitoring down at once; keep it alive while the program runs"]
+/// The running runtime. The guard of [`Builder::start`] shuts it down when dropped; the guard of
+/// [`init`] and [`Builder::install`] does not, and the runtime runs until [`Runtime::shutdown`],
+/// [`shutdown`] or the end of the process.
+#[must_use = "keep the Runtime while the program runs, or call shutdown() on it at the end to get its summary"]
 #[derive(Debug)]
 pub struct Runtime {
     shared: Option<Arc<Shared>>,
+    /// Whether dropping the guard shuts the runtime down.
+    scoped: bool,
     #[cfg(feature = "server")]
-    server: Option<crate::server::ServerHandle>,
+    socket: Option<PathBuf>,
+    #[cfg(feature = "server")]
+    tcp: Option<(std::net::SocketAddr, String)>,
 }
 
 impl Runtime {
@@ -652,14 +719,13 @@ impl Runtime {
     /// The Unix socket the steering server listens on, if it runs.
     #[cfg(feature = "server")]
     pub fn socket(&self) -> Option<&std::path::Path> {
-        self.server.as_ref().map(|s| s.socket.as_path())
+        self.socket.as_deref()
     }
 
     /// The TCP address and steer token of the steering server, if it listens on TCP.
     #[cfg(feature = "server")]
     pub fn tcp(&self) -> Option<(std::net::SocketAddr, &str)> {
-        let s = self.server.as_ref()?;
-        Some((s.tcp?, s.steer_token.as_deref()?))
+        self.tcp.as_ref().map(|(a, t)| (*a, t.as_str()))
     }
 
     /// The number of local monitors running now.
@@ -678,37 +744,120 @@ impl Runtime {
             .unwrap_or_default()
     }
 
-    /// Shuts down: drains every ring, writes the end of the trace, stops the monitors.
+    /// Shuts down: drains every ring, writes the end of the trace, stops the monitors and the
+    /// steering server.
     pub fn shutdown(mut self) -> Summary {
-        self.stop()
+        match self.shared.take() {
+            Some(shared) => end(&shared, None),
+            None => Summary::default(),
+        }
     }
+}
 
-    fn stop(&mut self) -> Summary {
-        let Some(shared) = self.shared.take() else {
-            return Summary::default();
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take()
+            && self.scoped
+        {
+            end(&shared, None);
+        }
+    }
+}
+
+/// Shuts the running runtime down, if any (see [`Runtime::shutdown`]); returns its summary.
+pub fn shutdown() -> Summary {
+    match current() {
+        Some(shared) => end(&shared, None),
+        None => Summary::default(),
+    }
+}
+
+/// Ends the runtime once: drains every ring, writes the end of the trace, stops the monitors,
+/// then the steering server (removing its socket and announcement). With a deadline (at exit,
+/// on a signal) nothing waits past it: a monitor that does not finish in time, or a sink held
+/// by the very thread that is exiting, is left as it is.
+pub(crate) fn end(shared: &Arc<Shared>, deadline: Option<Instant>) -> Summary {
+    if shared.ended.swap(true, Ordering::SeqCst) {
+        return summary_of(shared);
+    }
+    crate::control::set_running(false);
+    shared.stopping.store(true, Ordering::SeqCst);
+    shared.wake_all();
+    let monitors: Vec<_> = lock(&shared.monitors).clone();
+    let me = std::thread::current().id();
+    for m in monitors {
+        let Some(h) = lock(&m.join).take() else {
+            continue;
         };
-        crate::control::set_running(false);
-        shared.stopping.store(true, Ordering::SeqCst);
-        shared.wake_all();
-        let monitors: Vec<_> = lock(&shared.monitors).clone();
-        for m in monitors {
-            if let Some(h) = lock(&m.join).take() {
+        if h.thread().id() == me {
+            continue;
+        }
+        match deadline {
+            None => {
                 let _ = h.join();
             }
+            Some(d) => {
+                while !h.is_finished() && Instant::now() < d {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                if h.is_finished() {
+                    let _ = h.join();
+                }
+            }
         }
-        let summary = summary_of(&shared);
-        let end = TraceEnd {
-            end_ns: clock().now_ns(),
-            records: summary.records,
-            lost: summary.lost,
-            filtered: summary.filtered,
+    }
+    let summary = summary_of(shared);
+    let end = TraceEnd {
+        end_ns: clock().now_ns(),
+        records: summary.records,
+        lost: summary.lost,
+        filtered: summary.filtered,
+    };
+    match deadline {
+        None => lock(&shared.sinks).close(&end),
+        Some(d) => {
+            if let Some(mut sinks) = lock_before(&shared.sinks, d) {
+                sinks.close(&end);
+            }
+        }
+    }
+    #[cfg(feature = "server")]
+    {
+        let server = match deadline {
+            None => lock(&shared.server).take(),
+            Some(d) => lock_before(&shared.server, d).and_then(|mut s| s.take()),
         };
-        lock(&shared.sinks).close(&end);
-        *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if let Some(mut server) = server {
+            server.stop();
+        }
+    }
+    let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, shared)) {
+        *current = None;
         EPOCH.fetch_add(1, Ordering::SeqCst);
         UNRECORDED.store(0, Ordering::Relaxed);
-        summary
     }
+    summary
+}
+
+/// Takes `m` unless another thread holds it past `deadline`.
+fn lock_before<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
+/// The running runtime, unless the lock on it is held past `deadline` (at exit, the thread
+/// holding it may be the one exiting).
+pub(crate) fn current_before(deadline: Instant) -> Option<Arc<Shared>> {
+    lock_before(&RUNTIME, deadline)?.clone()
 }
 
 fn summary_of(s: &Shared) -> Summary {
@@ -722,15 +871,11 @@ fn summary_of(s: &Shared) -> Summary {
     }
 }
 
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// Starts a runtime configured from the environment ([`Builder::with_default_env`]).
+/// Starts the process's runtime configured from the environment
+/// ([`Builder::with_default_env`]); it runs until [`Runtime::shutdown`], [`shutdown`] or the
+/// end of the process, whatever becomes of the returned guard (see [`Builder::install`]).
 pub fn init() -> Result<Runtime, Error> {
-    Builder::new().with_default_env().start()
+    Builder::new().with_default_env().install()
 }
 
 /// Flushes the running runtime, if any (see [`Runtime::flush`]).

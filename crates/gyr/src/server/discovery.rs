@@ -268,7 +268,8 @@ fn read_announcement(path: &Path, me: u32) -> Option<Announcement> {
 
 /// Removes the files a dead program left behind, each only if it is of the kind gyr writes.
 fn remove_stale(dir: &Path, pid: u32, me: u32) {
-    let kinds: [(&str, fn(&std::fs::FileType) -> bool); 3] = [
+    type IsKind = fn(&std::fs::FileType) -> bool;
+    let kinds: [(&str, IsKind); 3] = [
         ("sock", |t| t.is_socket()),
         ("token", |t| t.is_file()),
         ("json", |t| t.is_file()),
