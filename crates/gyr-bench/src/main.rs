@@ -1,13 +1,14 @@
 //! gyr's benchmarks: each measures gyr against the physical floor and against peers in the same
 //! run, and prints one JSON object with ratios as the last line of stdout.
 //!
-//! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`)
+//! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`, `soak`)
 
 mod figures;
 mod floor;
 mod hub;
 mod peers;
 mod sensors;
+mod soak;
 mod steering;
 
 use clap::{Parser, Subcommand};
@@ -56,6 +57,33 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// A soak: a program at 1 M events/s through the hub to a subscriber and a recording,
+    /// watching losses, memory and descriptors of the program and the hub.
+    Soak {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// How long to run, in minutes.
+        #[arg(long, default_value_t = 5)]
+        minutes: u64,
+        /// How long to run, in seconds (overrides --minutes; for smoke runs).
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    /// The hub of the soak (started by `soak`).
+    #[command(hide = true)]
+    SoakHub {
+        #[arg(long)]
+        record: std::path::PathBuf,
+    },
+    /// The program of the soak (started by `soak`).
+    #[command(hide = true)]
+    SoakProgram {
+        #[arg(long)]
+        hub: String,
+        #[arg(long)]
+        seconds: u64,
+    },
     /// Simulated processes publishing to a hub (started by `hub`).
     #[command(hide = true)]
     HubFeeder {
@@ -102,6 +130,13 @@ fn main() -> anyhow::Result<()> {
             rate,
         } => hub::feeder(addr, processes, seconds, rate),
         Bench::HubProbe { hub, seconds } => hub::probe(hub, seconds),
+        Bench::Soak {
+            json,
+            minutes,
+            seconds,
+        } => soak::run(json, seconds.unwrap_or(minutes * 60)),
+        Bench::SoakHub { record } => soak::hub(record),
+        Bench::SoakProgram { hub, seconds } => soak::program(hub, seconds),
         Bench::NbodyChild {
             bodies,
             workers,
