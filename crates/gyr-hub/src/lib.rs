@@ -43,6 +43,9 @@ pub enum HubError {
         "the hub would listen on {0}, which other machines can reach, without a token: give --token TOKEN (and --read-token for watch-only access), or listen on 127.0.0.1"
     )]
     NoToken(SocketAddr),
+    /// A token too short to guard anything.
+    #[error(transparent)]
+    BadToken(#[from] gyr_proto::token::TokenError),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source} (is another hub running? try --listen 127.0.0.1:0)")]
     Bind {
@@ -79,9 +82,10 @@ pub struct HubConfig {
     pub socket_dir: PathBuf,
     /// Whether to attach to the programs announced there.
     pub discover: bool,
-    /// The steer token: required when an address is not loopback.
+    /// The steer token: required when an address is not loopback; at least
+    /// [`gyr_proto::token::MIN_TOKEN_LEN`] characters.
     pub token: Option<String>,
-    /// A token that may watch but not steer.
+    /// A token that may watch but not steer; as long as the steer token must be.
     pub read_token: Option<String>,
     /// Write everything received to trace files in this directory.
     pub record: Option<PathBuf>,
@@ -115,10 +119,13 @@ pub(crate) struct Access {
 impl Access {
     /// Whether `token` may watch (`Some(false)`), steer (`Some(true)`), or nothing (`None`).
     pub(crate) fn check(&self, token: Option<&str>) -> Option<bool> {
+        use gyr_proto::token::matches;
         match (&self.steer, token) {
             (None, _) => Some(true),
-            (Some(s), Some(t)) if s == t => Some(true),
-            (Some(_), Some(t)) if self.read.as_deref() == Some(t) => Some(false),
+            (Some(s), Some(t)) if matches(t, s) => Some(true),
+            (Some(_), Some(t)) if self.read.as_deref().is_some_and(|r| matches(t, r)) => {
+                Some(false)
+            }
             _ => None,
         }
     }
@@ -211,6 +218,12 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, HubError> {
 impl Hub {
     /// Starts the hub on its own threads: discovery, analyses, the web server, the gRPC API.
     pub fn start(config: HubConfig) -> Result<Hub, HubError> {
+        if let Some(t) = &config.token {
+            gyr_proto::token::check("the steer token (--token, GYR_HUB_TOKEN)", t)?;
+        }
+        if let Some(t) = &config.read_token {
+            gyr_proto::token::check("the read token (--read-token, GYR_HUB_READ_TOKEN)", t)?;
+        }
         for addr in std::iter::once(config.listen).chain(config.grpc) {
             if !addr.ip().is_loopback() && config.token.is_none() {
                 return Err(HubError::NoToken(addr));

@@ -172,7 +172,7 @@ impl Builder {
     /// | `GYR_DISABLE` | `1`: start with every sensor off | unset |
     /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
     /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
-    /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token | none |
+    /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token; 16 characters at least, or the server does not listen on TCP | none |
     /// | `GYR_HUB` | push the event stream to the hub at this `host:port` | none |
     /// | `GYR_HUB_TOKEN` | the hub's token, when it listens beyond this machine | none |
     /// | `GYR_SOCKET_DIR` | where programs announce themselves | `$XDG_RUNTIME_DIR/gyr` or `/tmp/gyr-<uid>` |
@@ -257,10 +257,12 @@ impl Builder {
                     ),
                 }
             }
-            if let Some(v) = var("GYR_TOKEN") {
+            // Kept even when empty: an empty token is refused when the server starts (it then
+            // does not listen on TCP), not taken as unset.
+            if let Ok(v) = std::env::var("GYR_TOKEN") {
                 self.config.server.steer_token = Some(v);
             }
-            if let Some(v) = var("GYR_READ_TOKEN") {
+            if let Ok(v) = std::env::var("GYR_READ_TOKEN") {
                 self.config.server.read_token = Some(v);
             }
             if let Some(v) = var("GYR_HUB") {
@@ -289,7 +291,9 @@ impl Builder {
     }
 
     /// Also serve the steering API on TCP at `addr` (port 0: any free port), with a steer
-    /// token (generated when `None`) and an optional read-only token.
+    /// token (generated when `None`) and an optional read-only token. A token shorter than
+    /// [`gyr_proto::token::MIN_TOKEN_LEN`] is refused when the runtime starts: the server then
+    /// says so on stderr and does not listen on TCP.
     #[cfg(feature = "server")]
     pub fn listen_tcp(
         mut self,

@@ -58,6 +58,35 @@ fn new_token() -> io::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// Refuses tokens that could be guessed (`GYR_TOKEN`, `GYR_READ_TOKEN`).
+fn check_tokens(cfg: &ServerConfig) -> Result<(), gyr_proto::token::TokenError> {
+    if let Some(t) = &cfg.steer_token {
+        gyr_proto::token::check("the steer token (GYR_TOKEN)", t)?;
+    }
+    if let Some(t) = &cfg.read_token {
+        gyr_proto::token::check("the read token (GYR_READ_TOKEN)", t)?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to a new file only the user can read, from its creation on (the directory is
+/// private too, but the file must not depend on that).
+fn write_private(path: &std::path::Path, text: &str) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    // A file left by an earlier process of the same pid may have other permissions.
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())
+}
+
 pub(crate) fn start(
     cfg: &ServerConfig,
     pid: u32,
@@ -72,7 +101,15 @@ pub(crate) fn start(
     let _ = std::fs::remove_file(&socket);
     let unix = std::os::unix::net::UnixListener::bind(&socket)?;
     unix.set_nonblocking(true)?;
-    let (tcp, steer_token) = match cfg.tcp {
+    // A token that could be guessed opens nothing: the program runs on, over its socket.
+    let listen = match (cfg.tcp, check_tokens(cfg)) {
+        (Some(addr), Err(e)) => {
+            eprintln!("gyr: not listening on TCP {addr}: {e}");
+            None
+        }
+        (addr, _) => addr,
+    };
+    let (tcp, steer_token) = match listen {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)?;
             l.set_nonblocking(true)?;
@@ -95,9 +132,8 @@ pub(crate) fn start(
     let announced = discovery::announce(&dir, &announcement)?;
     let mut files = vec![socket.clone(), announced];
     if let Some(token) = &steer_token {
-        // Only the program's user can read this file (the directory is private).
         let path = dir.join(format!("{pid}.token"));
-        std::fs::write(&path, token)?;
+        write_private(&path, token)?;
         files.push(path);
     }
     let publisher = cfg.hub.clone().map(|hub| publish::Publisher {

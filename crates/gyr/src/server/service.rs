@@ -51,8 +51,14 @@ impl GyrService {
         match &self.access {
             Access::Local => Ok(true),
             Access::Token { steer, read } => match Self::token(req) {
-                Some(t) if &t == steer => Ok(true),
-                Some(t) if read.as_ref() == Some(&t) => Ok(false),
+                Some(t) if gyr_proto::token::matches(&t, steer) => Ok(true),
+                Some(t)
+                    if read
+                        .as_deref()
+                        .is_some_and(|r| gyr_proto::token::matches(&t, r)) =>
+                {
+                    Ok(false)
+                }
                 Some(_) => Err(Status::unauthenticated(
                     "the token is not valid for this program",
                 )),
