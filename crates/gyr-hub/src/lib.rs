@@ -20,6 +20,7 @@ mod web;
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
 
+use gyr_proto::listen::{ConnectionCounts, GuardedListener};
 use gyr_proto::v1;
 use input::ProgramClient;
 use model::{Model, Source};
@@ -91,6 +92,13 @@ pub struct HubConfig {
     pub record: Option<PathBuf>,
     /// Replay these trace files instead of watching running programs.
     pub replay: Vec<PathBuf>,
+    /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
+    /// address (and `localhost` on loopback): a tunnel's or a proxy's. Requests naming another
+    /// host (`Host`), or coming from a page of another site (`Origin`), are refused.
+    pub allow_hosts: Vec<String>,
+    /// How many connections each TCP listener serves at once, and how long one may go
+    /// without an accepted request.
+    pub limits: gyr_proto::listen::Limits,
 }
 
 impl Default for HubConfig {
@@ -104,6 +112,8 @@ impl Default for HubConfig {
             read_token: None,
             record: None,
             replay: Vec::new(),
+            allow_hosts: Vec::new(),
+            limits: gyr_proto::listen::Limits::default(),
         }
     }
 }
@@ -151,6 +161,8 @@ pub(crate) struct Shared {
     /// The replay, when replaying.
     pub(crate) replay: Option<replay::Replay>,
     pub(crate) access: Access,
+    /// The names the web UI may be reached by.
+    pub(crate) hosts: web::AllowedHosts,
 }
 
 impl Shared {
@@ -205,6 +217,8 @@ pub struct Hub {
     addr: SocketAddr,
     grpc: Option<SocketAddr>,
     shared: Arc<Shared>,
+    /// What the TCP listeners refused.
+    connections: Vec<Arc<ConnectionCounts>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -273,6 +287,7 @@ impl Hub {
                 steer: config.token.clone(),
                 read: config.read_token.clone(),
             },
+            hosts: web::AllowedHosts::new(addr, &config.allow_hosts),
         });
         if shared.replay.is_some() {
             replay::Replay::start(&shared).map_err(HubError::Runtime)?;
@@ -281,10 +296,21 @@ impl Hub {
         }
         runtime.spawn(ticker(shared.clone()));
         let app = web::router(shared.clone());
+        let limits = config.limits;
+        let guard = |l: std::net::TcpListener| {
+            // Entering the runtime: the listener registers with its reactor.
+            let _entered = runtime.enter();
+            tokio::net::TcpListener::from_std(l)
+                .map(|l| GuardedListener::new(l, limits))
+                .map_err(|source| HubError::Bind { addr, source })
+        };
+        let web_listener = guard(listener)?;
+        let grpc_listener = grpc_listener.map(guard).transpose()?;
+        let mut connections = vec![web_listener.counts()];
+        connections.extend(grpc_listener.as_ref().map(|l| l.counts()));
         runtime.spawn(async move {
-            let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
-                return;
-            };
+            let l = web::Listener(web_listener);
+            let app = app.into_make_service_with_connect_info::<web::Connection>();
             if let Err(e) = axum::serve(l, app).await {
                 eprintln!("gyr hub: the web server stopped: {e}");
             }
@@ -292,13 +318,9 @@ impl Hub {
         if let Some(l) = grpc_listener {
             let svc = service::HubService::new(shared.clone());
             runtime.spawn(async move {
-                let Ok(l) = tokio::net::TcpListener::from_std(l) else {
-                    return;
-                };
                 let r = tonic::transport::Server::builder()
-                    .tcp_nodelay(true)
                     .add_service(v1::gyr_server::GyrServer::new(svc))
-                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
+                    .serve_with_incoming(l.into_stream())
                     .await;
                 if let Err(e) = r {
                     eprintln!("gyr hub: the gRPC server stopped: {e}");
@@ -309,6 +331,7 @@ impl Hub {
             addr,
             grpc,
             shared,
+            connections,
             runtime: Some(runtime),
         })
     }
@@ -321,6 +344,14 @@ impl Hub {
     /// The gRPC API's address, if served.
     pub fn grpc_addr(&self) -> Option<SocketAddr> {
         self.grpc
+    }
+
+    /// Connections the TCP listeners closed: because they were full, and because a connection
+    /// made no accepted request in time (see [`HubConfig::limits`]).
+    pub fn connections_closed(&self) -> (u64, u64) {
+        self.connections
+            .iter()
+            .fold((0, 0), |(r, t), c| (r + c.refused(), t + c.timed_out()))
     }
 
     /// Where trace files are written, if recording.

@@ -307,6 +307,18 @@ impl Builder {
         self
     }
 
+    /// How many TCP connections the steering server serves at once, and how long a connection
+    /// may go without a call carrying a valid token before it is closed (defaults:
+    /// [`gyr_proto::listen::DEFAULT_MAX_CONNECTIONS`], [`gyr_proto::listen::DEFAULT_AUTH_TIMEOUT`]).
+    #[cfg(feature = "server")]
+    pub fn tcp_limits(mut self, max_connections: usize, auth_timeout: Duration) -> Self {
+        self.config.server.limits = gyr_proto::listen::Limits {
+            max_connections,
+            auth_timeout,
+        };
+        self
+    }
+
     /// Push the event stream to the hub at `addr` (`host:port`: the hub's gRPC address), with
     /// its token if it listens beyond this machine. The hub can then also steer the program
     /// through its server.

@@ -48,6 +48,15 @@ impl GyrService {
 
     /// Returns whether the caller may steer; refuses callers with no valid token.
     fn permission<T>(&self, req: &Request<T>) -> Result<bool, Status> {
+        let allowed = self.check(req);
+        if allowed.is_ok() {
+            // The connection may stay open (see gyr_proto::listen).
+            gyr_proto::listen::mark(req);
+        }
+        allowed
+    }
+
+    fn check<T>(&self, req: &Request<T>) -> Result<bool, Status> {
         match &self.access {
             Access::Local => Ok(true),
             Access::Token { steer, read } => match Self::token(req) {
