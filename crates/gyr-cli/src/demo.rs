@@ -31,6 +31,10 @@ pub(crate) struct DemoArgs {
     /// Where the web UI listens.
     #[arg(long, default_value = "127.0.0.1:7070")]
     listen: SocketAddr,
+    /// Another name the web UI may be reached by, as NAME or NAME:PORT (an SSH tunnel's, a
+    /// proxy's); repeatable. Requests naming other hosts or from other sites' pages are refused.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    allow_host: Vec<String>,
     /// Particles in the molecular-dynamics program.
     #[arg(long, default_value_t = gyr_example_md::DEFAULT_PARTICLES)]
     particles: usize,
@@ -106,12 +110,17 @@ fn spawn(
         .map_err(|e| Failure::from(anyhow::anyhow!("cannot start a demo program: {e}")))
 }
 
-fn start_hub(listen: SocketAddr, socket_dir: std::path::PathBuf) -> Result<gyr_hub::Hub, Failure> {
+fn start_hub(
+    listen: SocketAddr,
+    allow_hosts: Vec<String>,
+    socket_dir: std::path::PathBuf,
+) -> Result<gyr_hub::Hub, Failure> {
     gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen,
         // Any free port: md pushes its stream there (GYR_HUB), nbody is attached to.
         grpc: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         socket_dir,
+        allow_hosts,
         ..Default::default()
     })
     .map_err(|e| match e {
@@ -133,7 +142,11 @@ pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
     if a.headless {
         return headless(&a);
     }
-    let hub = start_hub(a.listen, gyr::server::discovery::socket_dir())?;
+    let hub = start_hub(
+        a.listen,
+        a.allow_host.clone(),
+        gyr::server::discovery::socket_dir(),
+    )?;
     let _md = spawn(
         &["md".into(), "--particles".into(), a.particles.to_string()],
         None,
@@ -178,6 +191,7 @@ fn headless(a: &DemoArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::from(anyhow::anyhow!("cannot make a temporary directory: {e}")))?;
     let hub = start_hub(
         "127.0.0.1:0".parse().expect("an address"),
+        Vec::new(),
         dir.path().to_owned(),
     )?;
     let mut md = spawn(

@@ -17,8 +17,8 @@ pub(crate) struct HubArgs {
     /// it (`gyr get PID@ADDR ...`, `gyr ps --hub ADDR`).
     #[arg(long, default_value = "127.0.0.1:7071")]
     grpc: SocketAddr,
-    /// The steer token, required on any address but loopback (or set GYR_HUB_TOKEN). The web
-    /// UI asks for it.
+    /// The steer token, required on any address but loopback (or set GYR_HUB_TOKEN); at least
+    /// 16 characters (`openssl rand -hex 16` makes one). The web UI asks for it.
     #[arg(long, env = "GYR_HUB_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// A token that may watch but not steer.
@@ -34,6 +34,11 @@ pub(crate) struct HubArgs {
     /// Do not attach to the programs announced on this machine (take only those that push).
     #[arg(long)]
     no_discover: bool,
+    /// Another name the web UI may be reached by, as NAME or NAME:PORT (an SSH tunnel's, a
+    /// proxy's); repeatable. Requests naming other hosts (Host) or sent by other sites' pages
+    /// (Origin) are refused.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    allow_host: Vec<String>,
 }
 
 pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
@@ -52,6 +57,8 @@ pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
         read_token: a.read_token,
         record: a.record,
         replay: a.replay,
+        allow_hosts: a.allow_host,
+        ..Default::default()
     })
     .map_err(|e| match e {
         gyr_hub::HubError::Runtime(_) => Failure::from(anyhow::Error::from(e)),

@@ -265,6 +265,46 @@ fn bad_demo_arguments_are_refused() {
 }
 
 #[test]
+fn the_hub_refuses_a_token_that_could_be_guessed() {
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gyr"));
+        c.args(["hub", "--listen", "0.0.0.0:0", "--grpc", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("GYR_HUB_TOKEN")
+            .env_remove("GYR_HUB_READ_TOKEN")
+            .stdin(Stdio::null());
+        if let Some(t) = env {
+            c.env("GYR_HUB_TOKEN", t);
+        }
+        c.output().expect("run gyr")
+    };
+    for (args, env) in [
+        (&["--token", ""][..], None),
+        (&["--token", "secret"][..], None),
+        (&[][..], Some("")),
+        (
+            &["--token", "0123456789abcdef", "--read-token", "watch"][..],
+            None,
+        ),
+    ] {
+        let o = run(args, env);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?} {env:?}: {out}{err}");
+        assert!(
+            err.contains("--token") || err.contains("--read-token"),
+            "{args:?} {env:?}: {err}"
+        );
+        assert!(!out.contains("open http://"), "it does not start: {out}");
+    }
+    let o = run(&["--token", "short"], None);
+    assert!(
+        text(&o).1.contains("openssl rand -hex 16"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
 fn the_headless_demo_measures_md_before_and_after_balancing() {
     let o = gyr(&[
         "demo",

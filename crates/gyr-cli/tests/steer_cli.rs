@@ -259,8 +259,8 @@ fn a_read_only_token_cannot_steer_over_tcp() {
         "a_read_only_token_cannot_steer_over_tcp",
         &[
             ("GYR_LISTEN", "127.0.0.1:0"),
-            ("GYR_TOKEN", "steer-secret"),
-            ("GYR_READ_TOKEN", "read-secret"),
+            ("GYR_TOKEN", "steer-secret-0123456789"),
+            ("GYR_READ_TOKEN", "read-secret-0123456789"),
         ],
     );
     let d = p.dir.path();
@@ -273,12 +273,23 @@ fn a_read_only_token_cannot_steer_over_tcp() {
         .to_owned();
     let addr = addr.as_str();
     assert_eq!(
-        ok(d, &["get", addr, "nbody.dt", "--token", "read-secret"]).trim(),
+        ok(
+            d,
+            &["get", addr, "nbody.dt", "--token", "read-secret-0123456789"]
+        )
+        .trim(),
         "0.001"
     );
     refused(
         d,
-        &["set", addr, "nbody.dt", "0.002", "--token", "read-secret"],
+        &[
+            "set",
+            addr,
+            "nbody.dt",
+            "0.002",
+            "--token",
+            "read-secret-0123456789",
+        ],
         "may watch but not steer",
     );
     refused(d, &["get", addr, "nbody.dt"], "needs a token");
@@ -290,7 +301,14 @@ fn a_read_only_token_cannot_steer_over_tcp() {
     assert_eq!(
         ok(
             d,
-            &["set", addr, "nbody.dt", "0.002", "--token", "steer-secret"]
+            &[
+                "set",
+                addr,
+                "nbody.dt",
+                "0.002",
+                "--token",
+                "steer-secret-0123456789"
+            ]
         )
         .trim(),
         "nbody.dt: 0.001 -> 0.002"

@@ -20,6 +20,7 @@ mod web;
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
 
+use gyr_proto::listen::{ConnectionCounts, GuardedListener};
 use gyr_proto::v1;
 use input::ProgramClient;
 use model::{Model, Source};
@@ -43,6 +44,9 @@ pub enum HubError {
         "the hub would listen on {0}, which other machines can reach, without a token: give --token TOKEN (and --read-token for watch-only access), or listen on 127.0.0.1"
     )]
     NoToken(SocketAddr),
+    /// A token too short to guard anything.
+    #[error(transparent)]
+    BadToken(#[from] gyr_proto::token::TokenError),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source} (is another hub running? try --listen 127.0.0.1:0)")]
     Bind {
@@ -79,14 +83,22 @@ pub struct HubConfig {
     pub socket_dir: PathBuf,
     /// Whether to attach to the programs announced there.
     pub discover: bool,
-    /// The steer token: required when an address is not loopback.
+    /// The steer token: required when an address is not loopback; at least
+    /// [`gyr_proto::token::MIN_TOKEN_LEN`] characters.
     pub token: Option<String>,
-    /// A token that may watch but not steer.
+    /// A token that may watch but not steer; as long as the steer token must be.
     pub read_token: Option<String>,
     /// Write everything received to trace files in this directory.
     pub record: Option<PathBuf>,
     /// Replay these trace files instead of watching running programs.
     pub replay: Vec<PathBuf>,
+    /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
+    /// address (and `localhost` on loopback): a tunnel's or a proxy's. Requests naming another
+    /// host (`Host`), or coming from a page of another site (`Origin`), are refused.
+    pub allow_hosts: Vec<String>,
+    /// How many connections each TCP listener serves at once, and how long one may go
+    /// without an accepted request.
+    pub limits: gyr_proto::listen::Limits,
 }
 
 impl Default for HubConfig {
@@ -100,6 +112,8 @@ impl Default for HubConfig {
             read_token: None,
             record: None,
             replay: Vec::new(),
+            allow_hosts: Vec::new(),
+            limits: gyr_proto::listen::Limits::default(),
         }
     }
 }
@@ -115,10 +129,13 @@ pub(crate) struct Access {
 impl Access {
     /// Whether `token` may watch (`Some(false)`), steer (`Some(true)`), or nothing (`None`).
     pub(crate) fn check(&self, token: Option<&str>) -> Option<bool> {
+        use gyr_proto::token::matches;
         match (&self.steer, token) {
             (None, _) => Some(true),
-            (Some(s), Some(t)) if s == t => Some(true),
-            (Some(_), Some(t)) if self.read.as_deref() == Some(t) => Some(false),
+            (Some(s), Some(t)) if matches(t, s) => Some(true),
+            (Some(_), Some(t)) if self.read.as_deref().is_some_and(|r| matches(t, r)) => {
+                Some(false)
+            }
             _ => None,
         }
     }
@@ -144,6 +161,8 @@ pub(crate) struct Shared {
     /// The replay, when replaying.
     pub(crate) replay: Option<replay::Replay>,
     pub(crate) access: Access,
+    /// The names the web UI may be reached by.
+    pub(crate) hosts: web::AllowedHosts,
 }
 
 impl Shared {
@@ -198,6 +217,8 @@ pub struct Hub {
     addr: SocketAddr,
     grpc: Option<SocketAddr>,
     shared: Arc<Shared>,
+    /// What the TCP listeners refused.
+    connections: Vec<Arc<ConnectionCounts>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -211,6 +232,12 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, HubError> {
 impl Hub {
     /// Starts the hub on its own threads: discovery, analyses, the web server, the gRPC API.
     pub fn start(config: HubConfig) -> Result<Hub, HubError> {
+        if let Some(t) = &config.token {
+            gyr_proto::token::check("the steer token (--token, GYR_HUB_TOKEN)", t)?;
+        }
+        if let Some(t) = &config.read_token {
+            gyr_proto::token::check("the read token (--read-token, GYR_HUB_READ_TOKEN)", t)?;
+        }
         for addr in std::iter::once(config.listen).chain(config.grpc) {
             if !addr.ip().is_loopback() && config.token.is_none() {
                 return Err(HubError::NoToken(addr));
@@ -260,6 +287,7 @@ impl Hub {
                 steer: config.token.clone(),
                 read: config.read_token.clone(),
             },
+            hosts: web::AllowedHosts::new(addr, &config.allow_hosts),
         });
         if shared.replay.is_some() {
             replay::Replay::start(&shared).map_err(HubError::Runtime)?;
@@ -268,10 +296,21 @@ impl Hub {
         }
         runtime.spawn(ticker(shared.clone()));
         let app = web::router(shared.clone());
+        let limits = config.limits;
+        let guard = |l: std::net::TcpListener| {
+            // Entering the runtime: the listener registers with its reactor.
+            let _entered = runtime.enter();
+            tokio::net::TcpListener::from_std(l)
+                .map(|l| GuardedListener::new(l, limits))
+                .map_err(|source| HubError::Bind { addr, source })
+        };
+        let web_listener = guard(listener)?;
+        let grpc_listener = grpc_listener.map(guard).transpose()?;
+        let mut connections = vec![web_listener.counts()];
+        connections.extend(grpc_listener.as_ref().map(|l| l.counts()));
         runtime.spawn(async move {
-            let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
-                return;
-            };
+            let l = web::Listener(web_listener);
+            let app = app.into_make_service_with_connect_info::<web::Connection>();
             if let Err(e) = axum::serve(l, app).await {
                 eprintln!("gyr hub: the web server stopped: {e}");
             }
@@ -279,13 +318,9 @@ impl Hub {
         if let Some(l) = grpc_listener {
             let svc = service::HubService::new(shared.clone());
             runtime.spawn(async move {
-                let Ok(l) = tokio::net::TcpListener::from_std(l) else {
-                    return;
-                };
                 let r = tonic::transport::Server::builder()
-                    .tcp_nodelay(true)
                     .add_service(v1::gyr_server::GyrServer::new(svc))
-                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
+                    .serve_with_incoming(l.into_stream())
                     .await;
                 if let Err(e) = r {
                     eprintln!("gyr hub: the gRPC server stopped: {e}");
@@ -296,6 +331,7 @@ impl Hub {
             addr,
             grpc,
             shared,
+            connections,
             runtime: Some(runtime),
         })
     }
@@ -308,6 +344,14 @@ impl Hub {
     /// The gRPC API's address, if served.
     pub fn grpc_addr(&self) -> Option<SocketAddr> {
         self.grpc
+    }
+
+    /// Connections the TCP listeners closed: because they were full, and because a connection
+    /// made no accepted request in time (see [`HubConfig::limits`]).
+    pub fn connections_closed(&self) -> (u64, u64) {
+        self.connections
+            .iter()
+            .fold((0, 0), |(r, t), c| (r + c.refused(), t + c.timed_out()))
     }
 
     /// Where trace files are written, if recording.

@@ -35,7 +35,11 @@ impl HubService {
             .and_then(|v| v.to_str().ok())
             .map(|v| v.strip_prefix("Bearer ").unwrap_or(v));
         match self.shared.access.check(token) {
-            Some(steer) => Ok(steer),
+            Some(steer) => {
+                // The connection may stay open (see gyr_proto::listen).
+                gyr_proto::listen::mark(req);
+                Ok(steer)
+            }
             None if token.is_some() => Err(Status::unauthenticated(
                 "the token is not valid for this hub",
             )),

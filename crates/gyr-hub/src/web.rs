@@ -3,17 +3,23 @@
 //! (set, call, control, sensor control) is forwarded to the program, and the reply comes back to
 //! that page only. Every page sees every change, because changes reach them through the
 //! programs' state, not through the page that made them.
+//!
+//! Every request must name the hub by one of its addresses (`Host`) and, when a browser sends
+//! it, come from a page of the hub (`Origin`): otherwise any web site its user visits could
+//! steer through a hub without a token, directly or by DNS rebinding.
 
 use crate::Shared;
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use gyr_proto::listen::{Authenticated, GuardedListener, GuardedStream};
 use gyr_proto::v1;
 use rust_embed::RustEmbed;
 use serde_json::{Value as Json, json};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
@@ -44,7 +50,142 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             "/{file}",
             get(|Path(f): Path<String>| async move { asset::<Page>(&f) }),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            same_site,
+        ))
         .with_state(shared)
+}
+
+/// The names the web UI may be reached by, as `host[:port]` in lower case: its own address,
+/// `localhost` and the loopback addresses when it listens on loopback, and the names given
+/// with `--allow-host` (without a port: any port).
+#[derive(Debug)]
+pub(crate) struct AllowedHosts {
+    exact: Vec<String>,
+    any_port: Vec<String>,
+}
+
+impl AllowedHosts {
+    pub(crate) fn new(addr: SocketAddr, extra: &[String]) -> Self {
+        let port = addr.port();
+        let mut exact = vec![addr.to_string()];
+        if addr.ip().is_loopback() {
+            for name in ["localhost", "127.0.0.1", "[::1]"] {
+                exact.push(format!("{name}:{port}"));
+            }
+        }
+        let mut any_port = Vec::new();
+        for h in extra {
+            let h = h.trim().to_ascii_lowercase();
+            match split_port(&h) {
+                (_, Some(_)) => exact.push(h),
+                (name, None) => any_port.push(name.to_owned()),
+            }
+        }
+        AllowedHosts { exact, any_port }
+    }
+
+    /// Whether `host` (a `Host` header's value, or an origin's host and port) is allowed.
+    fn allows(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        let (name, _) = split_port(&host);
+        self.exact.contains(&host) || self.any_port.iter().any(|n| n == name)
+    }
+}
+
+/// `host:port` → (`host`, `Some(port)`); `[v6]:port` alike; a name alone → (`name`, `None`).
+fn split_port(h: &str) -> (&str, Option<&str>) {
+    match h.rsplit_once(':') {
+        Some((name, port))
+            if !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && (!name.contains(':') || name.ends_with(']')) =>
+        {
+            (name, Some(port))
+        }
+        _ => (h, None),
+    }
+}
+
+/// Refuses requests naming another host (a DNS-rebinding page) or sent by a page of another
+/// site (any page may open a WebSocket or send a request to a local port): a browser sets
+/// both headers and a page cannot forge them. Requests without them (curl, the CLI) pass.
+/// A request that passes lets its connection stay open (see [`gyr_proto::listen`]).
+async fn same_site(
+    State(shared): State<Arc<Shared>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let text = |v: &header::HeaderValue| v.to_str().unwrap_or("?").to_owned();
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(text)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    if let Some(h) = host
+        && !shared.hosts.allows(&h)
+    {
+        let (name, _) = split_port(&h);
+        return forbidden(format!(
+            "refused: `{h}` is not this hub's address; if you reach the hub by this name (an SSH tunnel, a proxy), start it with --allow-host {h} (or --allow-host {name} for any port)"
+        ));
+    }
+    if let Some(o) = req.headers().get(header::ORIGIN).map(text) {
+        let site = o
+            .strip_prefix("http://")
+            .or_else(|| o.strip_prefix("https://"))
+            .filter(|h| !h.is_empty() && !h.contains('/'));
+        if !site.is_some_and(|h| shared.hosts.allows(h)) {
+            let name = site.unwrap_or("NAME");
+            return forbidden(format!(
+                "refused: a page from `{o}` may not use this hub; if that is this hub's page reached by another name, start the hub with --allow-host {name}"
+            ));
+        }
+    }
+    if let Some(ConnectInfo(c)) = req.extensions().get::<ConnectInfo<Connection>>() {
+        c.0.mark();
+    }
+    next.run(req).await
+}
+
+fn forbidden(msg: String) -> Response {
+    (StatusCode::FORBIDDEN, msg).into_response()
+}
+
+/// The web UI's TCP listener, within [`gyr_proto::listen::Limits`].
+#[derive(Debug)]
+pub(crate) struct Listener(pub(crate) GuardedListener);
+
+impl axum::serve::Listener for Listener {
+    type Io = GuardedStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (GuardedStream, SocketAddr) {
+        loop {
+            match self.0.accept().await {
+                Ok(c) => return c,
+                // Out of descriptors, most likely: wait for some to be freed, as axum does.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+/// What each request knows of its connection: the mark that lets it stay open.
+#[derive(Debug, Clone)]
+pub(crate) struct Connection(Authenticated);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Listener>>
+    for Connection
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, Listener>) -> Self {
+        Connection(stream.io().authenticated())
+    }
 }
 
 fn asset<E: RustEmbed>(path: &str) -> Response {

@@ -170,15 +170,18 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         grpc: None,
         socket_dir: dir.path().to_owned(),
         replay: recorded,
-        token: Some("steer-token".into()),
-        read_token: Some("read-token".into()),
+        token: Some("steer-token-0123456789".into()),
+        read_token: Some("read-token-0123456789".into()),
         ..Default::default()
     })
     .unwrap();
     browser_checks(
         &chromium,
         "replay.mjs",
-        &[format!("http://{}/", replay.addr()), "read-token".into()],
+        &[
+            format!("http://{}/", replay.addr()),
+            "read-token-0123456789".into(),
+        ],
         &shots,
         &["token.png", "replay.png"],
     );

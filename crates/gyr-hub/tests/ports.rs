@@ -341,6 +341,30 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
 }
 
 #[test]
+fn a_token_that_could_be_guessed_is_refused() {
+    for (token, read) in [
+        (Some(""), None),
+        (Some("secret"), None),
+        (Some("0123456789abcdef"), Some("")),
+    ] {
+        let e = gyr_hub::Hub::start(gyr_hub::HubConfig {
+            listen: "0.0.0.0:0".parse().unwrap(),
+            grpc: None,
+            discover: false,
+            token: token.map(Into::into),
+            read_token: read.map(Into::into),
+            ..Default::default()
+        })
+        .unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("fewer than 16") && e.contains("openssl rand -hex 16"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn tokens_guard_the_hub_and_a_read_token_only_watches() {
     // Beyond loopback, no token: refused before listening.
     let e = gyr_hub::Hub::start(gyr_hub::HubConfig {
@@ -356,8 +380,8 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: Some("127.0.0.1:0".parse().unwrap()),
         socket_dir: dir.path().to_owned(),
-        token: Some("steer-secret".into()),
-        read_token: Some("watch-secret".into()),
+        token: Some("steer-secret-0123456789".into()),
+        read_token: Some("watch-secret-0123456789".into()),
         ..Default::default()
     })
     .unwrap();
@@ -367,8 +391,8 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
     assert!(http_get(web, "/api/access").contains("\"ok\":false"));
     assert!(http_get(web, "/api/state").contains("401"));
     assert!(http_get(web, "/api/state?token=wrong").contains("not valid"));
-    assert!(http_get(web, "/api/access?token=watch-secret").contains("\"steer\":false"));
-    assert!(http_get(web, "/api/state?token=watch-secret").contains("snapshot"));
+    assert!(http_get(web, "/api/access?token=watch-secret-0123456789").contains("\"steer\":false"));
+    assert!(http_get(web, "/api/state?token=watch-secret-0123456789").contains("snapshot"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -380,10 +404,17 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
                 .is_err(),
             "a page without a token gets no socket"
         );
-        let (mut ws, _) =
-            tokio_tungstenite::connect_async(format!("ws://{web}/ws?token=watch-secret"))
+        assert!(
+            tokio_tungstenite::connect_async(format!("ws://{web}/ws?token="))
                 .await
-                .unwrap();
+                .is_err(),
+            "an empty token opens no socket"
+        );
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!(
+            "ws://{web}/ws?token=watch-secret-0123456789"
+        ))
+        .await
+        .unwrap();
         assert_eq!(next_json(&mut ws).await["t"], "snapshot");
         let r = command(
             &mut ws,
@@ -399,18 +430,27 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
+        let e = c
+            .list_processes(req(v1::ListProcessesRequest {}, None, Some("")))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
         let hello = c
             .handshake(req(
                 v1::HandshakeRequest::default(),
                 None,
-                Some("watch-secret"),
+                Some("watch-secret-0123456789"),
             ))
             .await
             .unwrap()
             .into_inner();
         assert!(!hello.can_steer);
         let e = c
-            .set(req(v1::SetRequest::default(), None, Some("watch-secret")))
+            .set(req(
+                v1::SetRequest::default(),
+                None,
+                Some("watch-secret-0123456789"),
+            ))
             .await
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
@@ -418,7 +458,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
             .handshake(req(
                 v1::HandshakeRequest::default(),
                 None,
-                Some("steer-secret"),
+                Some("steer-secret-0123456789"),
             ))
             .await
             .unwrap()

@@ -8,6 +8,8 @@
 //! - [`PROTOCOL_VERSION`];
 //! - [`connect`]: channels to a server over a Unix socket or TCP;
 //! - [`events`]: decoding the live event stream;
+//! - [`listen`]: accepting TCP connections within limits (how many, how long unauthenticated);
+//! - [`token`]: the rules for tokens guarding TCP listeners, and comparing them;
 //! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
 //!   arrive as text typed by a user).
 //!
@@ -18,6 +20,8 @@
 pub mod connect;
 mod convert;
 pub mod events;
+pub mod listen;
+pub mod token;
 pub use convert::Incoming;
 /// The shared byte buffer record blocks travel in.
 pub use prost::bytes::Bytes;

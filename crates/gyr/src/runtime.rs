@@ -183,7 +183,7 @@ impl Builder {
     /// | `GYR_SIGNALS` | `0`: leave SIGINT, SIGTERM and SIGHUP alone (no flush before dying) | `1` |
     /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
     /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
-    /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token | none |
+    /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token; 16 characters at least, or the server does not listen on TCP | none |
     /// | `GYR_HUB` | push the event stream to the hub at this `host:port` | none |
     /// | `GYR_HUB_TOKEN` | the hub's token, when it listens beyond this machine | none |
     /// | `GYR_SOCKET_DIR` | where programs announce themselves | `$XDG_RUNTIME_DIR/gyr` or `/tmp/gyr-<uid>` |
@@ -275,10 +275,12 @@ impl Builder {
                     ),
                 }
             }
-            if let Some(v) = var("GYR_TOKEN") {
+            // Kept even when empty: an empty token is refused when the server starts (it then
+            // does not listen on TCP), not taken as unset.
+            if let Ok(v) = std::env::var("GYR_TOKEN") {
                 self.config.server.steer_token = Some(v);
             }
-            if let Some(v) = var("GYR_READ_TOKEN") {
+            if let Ok(v) = std::env::var("GYR_READ_TOKEN") {
                 self.config.server.read_token = Some(v);
             }
             if let Some(v) = var("GYR_HUB") {
@@ -307,7 +309,9 @@ impl Builder {
     }
 
     /// Also serve the steering API on TCP at `addr` (port 0: any free port), with a steer
-    /// token (generated when `None`) and an optional read-only token.
+    /// token (generated when `None`) and an optional read-only token. A token shorter than
+    /// [`gyr_proto::token::MIN_TOKEN_LEN`] is refused when the runtime starts: the server then
+    /// says so on stderr and does not listen on TCP.
     #[cfg(feature = "server")]
     pub fn listen_tcp(
         mut self,
@@ -318,6 +322,18 @@ impl Builder {
         self.config.server.tcp = Some(addr);
         self.config.server.steer_token = steer_token;
         self.config.server.read_token = read_token;
+        self
+    }
+
+    /// How many TCP connections the steering server serves at once, and how long a connection
+    /// may go without a call carrying a valid token before it is closed (defaults:
+    /// [`gyr_proto::listen::DEFAULT_MAX_CONNECTIONS`], [`gyr_proto::listen::DEFAULT_AUTH_TIMEOUT`]).
+    #[cfg(feature = "server")]
+    pub fn tcp_limits(mut self, max_connections: usize, auth_timeout: Duration) -> Self {
+        self.config.server.limits = gyr_proto::listen::Limits {
+            max_connections,
+            auth_timeout,
+        };
         self
     }
 

@@ -2,7 +2,10 @@
 //!
 //! It listens on a Unix socket in the user's private announcement directory by default (see
 //! [`discovery`]), and on TCP when asked (`GYR_LISTEN=127.0.0.1:7171`), where every call needs a
-//! token: the steer token may change the program, the read token may only watch. It runs on
+//! token: the steer token may change the program, the read token may only watch. The TCP
+//! listener serves [`gyr_proto::listen::DEFAULT_MAX_CONNECTIONS`] connections at once and
+//! closes a connection that makes no call with a valid token within
+//! [`gyr_proto::listen::DEFAULT_AUTH_TIMEOUT`]. It runs on
 //! its own thread with a single-threaded async runtime, so it never takes a core from the
 //! program while idle, and it never touches the program's threads: probes lock the steered
 //! object briefly, actuators wait for the program's synch points.
@@ -37,6 +40,8 @@ pub(crate) struct ServerConfig {
     /// A hub to push the event stream to (`host:port`), and its token.
     pub(crate) hub: Option<String>,
     pub(crate) hub_token: Option<String>,
+    /// How many TCP connections at once, and how long one may go without an accepted call.
+    pub(crate) limits: gyr_proto::listen::Limits,
 }
 
 /// The running server; stopping it removes its socket and announcement.
@@ -58,6 +63,17 @@ fn new_token() -> io::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// Refuses tokens that could be guessed (`GYR_TOKEN`, `GYR_READ_TOKEN`).
+fn check_tokens(cfg: &ServerConfig) -> Result<(), gyr_proto::token::TokenError> {
+    if let Some(t) = &cfg.steer_token {
+        gyr_proto::token::check("the steer token (GYR_TOKEN)", t)?;
+    }
+    if let Some(t) = &cfg.read_token {
+        gyr_proto::token::check("the read token (GYR_READ_TOKEN)", t)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn start(
     cfg: &ServerConfig,
     pid: u32,
@@ -73,7 +89,15 @@ pub(crate) fn start(
     let _ = std::fs::remove_file(&socket);
     let unix = std::os::unix::net::UnixListener::bind(&socket)?;
     unix.set_nonblocking(true)?;
-    let (tcp, steer_token) = match cfg.tcp {
+    // A token that could be guessed opens nothing: the program runs on, over its socket.
+    let listen = match (cfg.tcp, check_tokens(cfg)) {
+        (Some(addr), Err(e)) => {
+            eprintln!("gyr: not listening on TCP {addr}: {e}");
+            None
+        }
+        (addr, _) => addr,
+    };
+    let (tcp, steer_token) = match listen {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)?;
             l.set_nonblocking(true)?;
@@ -140,6 +164,7 @@ pub(crate) fn start(
     });
     let (tx, rx) = tokio::sync::watch::channel(false);
     let tcp_addr = tcp.as_ref().map(|(a, _)| *a);
+    let limits = cfg.limits;
     let thread = std::thread::Builder::new()
         .name("gyr-server".into())
         .spawn(move || {
@@ -186,11 +211,13 @@ pub(crate) fn start(
                             let Ok(l) = tokio::net::TcpListener::from_std(l) else {
                                 return;
                             };
+                            // Anyone who can reach the port can connect: at most `limits`
+                            // connections at once, closed unless a call with a token comes.
+                            let incoming =
+                                gyr_proto::listen::GuardedListener::new(l, limits).into_stream();
                             let remote_server = tonic::transport::Server::builder()
                                 .add_service(GyrServer::new(remote))
-                                .serve_with_incoming(
-                                    tokio_stream::wrappers::TcpListenerStream::new(l),
-                                );
+                                .serve_with_incoming(incoming);
                             tokio::select! {
                                 r = local_server => report(r),
                                 r = remote_server => report(r),

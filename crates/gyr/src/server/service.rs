@@ -48,11 +48,26 @@ impl GyrService {
 
     /// Returns whether the caller may steer; refuses callers with no valid token.
     fn permission<T>(&self, req: &Request<T>) -> Result<bool, Status> {
+        let allowed = self.check(req);
+        if allowed.is_ok() {
+            // The connection may stay open (see gyr_proto::listen).
+            gyr_proto::listen::mark(req);
+        }
+        allowed
+    }
+
+    fn check<T>(&self, req: &Request<T>) -> Result<bool, Status> {
         match &self.access {
             Access::Local => Ok(true),
             Access::Token { steer, read } => match Self::token(req) {
-                Some(t) if &t == steer => Ok(true),
-                Some(t) if read.as_ref() == Some(&t) => Ok(false),
+                Some(t) if gyr_proto::token::matches(&t, steer) => Ok(true),
+                Some(t)
+                    if read
+                        .as_deref()
+                        .is_some_and(|r| gyr_proto::token::matches(&t, r)) =>
+                {
+                    Ok(false)
+                }
                 Some(_) => Err(Status::unauthenticated(
                     "the token is not valid for this program",
                 )),
