@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The largest announcement read; a larger file is not an announcement.
@@ -114,7 +114,7 @@ pub fn socket_dir() -> PathBuf {
 }
 
 /// Checks that `dir` is a directory (not a link to one), owned by this user, that no one else
-/// may enter.
+/// could write in; one that others could enter but not write in is closed to them (mode 0700).
 pub fn verify_dir(dir: &Path) -> Result<(), DirError> {
     let m = std::fs::symlink_metadata(dir).map_err(|source| DirError::Io {
         dir: dir.to_owned(),
@@ -142,11 +142,22 @@ pub fn verify_dir(dir: &Path) -> Result<(), DirError> {
         });
     }
     let mode = m.mode() & 0o7777;
-    if mode & 0o077 != 0 {
+    if mode & 0o022 != 0 {
+        // Others could have put files in it: nothing in it can be trusted.
         return Err(DirError::NotPrivate {
             dir: dir.to_owned(),
             mode,
         });
+    }
+    if mode & 0o077 != 0 {
+        // Only its owner could ever write in it (a `mkdir` under the usual umask): closing it
+        // to others loses nothing and trusts nothing another user made.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| DirError::Io {
+                dir: dir.to_owned(),
+                source,
+            },
+        )?;
     }
     Ok(())
 }
@@ -288,7 +299,6 @@ fn remove_stale(dir: &Path, pid: u32, me: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     fn private_dir() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
@@ -390,6 +400,20 @@ mod tests {
             // Only root may give a directory away; others check what they can.
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
         }
+    }
+
+    #[test]
+    fn a_directory_only_its_owner_could_write_is_closed_to_others() {
+        let d = private_dir();
+        let dir = d.path().join("made-by-mkdir");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(discover_in(&dir).unwrap().is_empty());
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // Writable by the group: refused, never tightened (files may already be planted).
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(prepare_dir(&dir).is_err());
     }
 
     #[test]
