@@ -394,6 +394,44 @@ print("not reached");
 }
 
 #[test]
+fn scripts_that_run_away_stop_at_a_limit_with_their_line() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start("scripts_that_run_away_stop_at_a_limit_with_their_line", &[]);
+    let (d, pid) = (p.dir.path(), p.child.id().to_string());
+    let script = d.join("away.rhai");
+    for (source, place, limit) in [
+        (
+            "let s = \"x\";\nloop {\n    s += s;\n}\n",
+            "away.rhai:3:",
+            "limit of 1048576 bytes of strings",
+        ),
+        (
+            "fn down(n) {\n    down(n + 1)\n}\nprint(get(\"nbody.step\"));\ndown(0);\n",
+            // A limit passes through the script's functions to the line that called them.
+            "away.rhai:5:1:",
+            "limit of 64 nested function calls",
+        ),
+    ] {
+        std::fs::write(&script, source).unwrap();
+        let o = gyr(d, &["script", &pid, script.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{source}: {err}");
+        assert!(
+            err.contains(place) && err.contains(limit),
+            "{source}: expected {place:?} and {limit:?} in {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation"),
+            "{err}"
+        );
+    }
+    // The program is untouched.
+    assert!(ok(d, &["status", &pid]).contains("running"));
+}
+
+#[test]
 fn attach_lists_steers_and_shows_changes_live() {
     use std::io::{BufRead, BufReader, Write};
     use std::sync::{Arc, Mutex};
