@@ -411,12 +411,18 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
     });
     let c = ctx.clone();
     e.register_fn("step", move || {
-        c.control(crate::control(v1::control_request::Action::Step))
+        c.control(v1::ControlRequest {
+            steps: 1,
+            ..crate::control(v1::control_request::Action::Step)
+        })
     });
     let c = ctx.clone();
     e.register_fn("step", move |n: i64| {
+        let steps = u64::try_from(n).map_err(|_| -> Box<EvalAltResult> {
+            format!("step({n}): give a number of synch points of 1 or more").into()
+        })?;
         c.control(v1::ControlRequest {
-            steps: n.max(1) as u64,
+            steps,
             ..crate::control(v1::control_request::Action::Step)
         })
     });

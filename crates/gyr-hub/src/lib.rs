@@ -284,7 +284,7 @@ impl Hub {
                 };
                 let r = tonic::transport::Server::builder()
                     .tcp_nodelay(true)
-                    .add_service(v1::gyr_server::GyrServer::new(svc))
+                    .add_service(service::server(svc))
                     .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
                     .await;
                 if let Err(e) = r {

@@ -18,6 +18,7 @@
 pub mod connect;
 mod convert;
 pub mod events;
+pub mod short_errors;
 pub use convert::Incoming;
 /// The shared byte buffer record blocks travel in.
 pub use prost::bytes::Bytes;

@@ -17,7 +17,6 @@ pub use stream::DEFAULT_SUBSCRIBER_QUEUE;
 pub(crate) use stream::{Fanout, FanoutSink};
 
 use discovery::Announcement;
-use gyr_proto::v1::gyr_server::GyrServer;
 use service::{Access, GyrService, ServiceContext};
 use std::io;
 use std::net::SocketAddr;
@@ -173,7 +172,7 @@ pub(crate) fn start(
                     }
                 };
                 let local_server = tonic::transport::Server::builder()
-                    .add_service(GyrServer::new(local))
+                    .add_service(service::server(local))
                     .serve_with_incoming_shutdown(
                         tokio_stream::wrappers::UnixListenerStream::new(unix),
                         shutdown,
@@ -185,7 +184,7 @@ pub(crate) fn start(
                                 return;
                             };
                             let remote_server = tonic::transport::Server::builder()
-                                .add_service(GyrServer::new(remote))
+                                .add_service(service::server(remote))
                                 .serve_with_incoming(
                                     tokio_stream::wrappers::TcpListenerStream::new(l),
                                 );
