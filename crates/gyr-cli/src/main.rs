@@ -105,7 +105,7 @@ enum Command {
     Step {
         #[command(flatten)]
         target: steer_cmd::Target,
-        /// How many synch points.
+        /// How many synch points (1 or more).
         #[arg(default_value_t = 1)]
         n: u64,
     },
@@ -236,6 +236,9 @@ fn main() -> ExitCode {
         Command::Status(t) => steer_cmd::control(t, None),
         Command::Pause(t) => steer_cmd::control(t, Some(control(Action::Pause))),
         Command::Resume(t) => steer_cmd::control(t, Some(control(Action::Resume))),
+        Command::Step { n: 0, .. } => Err(Failure::input(anyhow::anyhow!(
+            "step needs a number of synch points of 1 or more; `gyr pause` stops at the next one"
+        ))),
         Command::Step { target, n } => steer_cmd::control(
             target,
             Some(ControlRequest {

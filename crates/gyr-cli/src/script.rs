@@ -14,6 +14,21 @@
 //!
 //! A refused command stops the script with the line and column of the call and the program's
 //! reason; the exit code is 2 (as for any bad input), or 1 when the program went away.
+//!
+//! # Limits
+//!
+//! A script is the user's, but it must not take the client down: a string doubled in a loop
+//! would ask for gigabytes, and endless recursion would overflow the stack. The engine bounds
+//! the size of every value (`DEFAULT_MAX_STRING_SIZE`, `DEFAULT_MAX_ARRAY_SIZE`,
+//! `DEFAULT_MAX_MAP_SIZE`, counting everything nested in it), how many variables live at once,
+//! how deep calls and expressions nest, and allows no modules; together they keep a script
+//! within a few hundred megabytes. Going past a limit stops the script with its line and the
+//! limit, exit code 2.
+//!
+//! Time is not bounded: a script that watches a program for hours (`next_event`, `wait_paused`,
+//! `sleep` in a loop) runs as long as it likes. What is bounded is work without the program:
+//! `DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS` operations with no call to it in between is a loop
+//! that can never end, and stops the script.
 
 use crate::Failure;
 use crate::client::Session;
@@ -26,6 +41,35 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// Most operations a script runs between two calls to the program or `sleep` (about a minute
+/// of pure computation): more is an endless loop, since nothing it waits for can change.
+pub(crate) const DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS: u64 = 100_000_000;
+/// Longest string, in bytes (all strings within one array or map count together).
+pub(crate) const DEFAULT_MAX_STRING_SIZE: usize = 1 << 20;
+/// Most elements in one array or bytes in one blob, nested ones included.
+pub(crate) const DEFAULT_MAX_ARRAY_SIZE: usize = 65_536;
+/// Most properties in one object map, nested ones included.
+pub(crate) const DEFAULT_MAX_MAP_SIZE: usize = 4_096;
+/// Most variables alive at once (every value is bounded by the limits above, so this bounds
+/// the script's memory: a few hundred megabytes at worst).
+pub(crate) const DEFAULT_MAX_VARIABLES: usize = 256;
+/// Deepest nesting of calls to the script's own functions.
+pub(crate) const DEFAULT_MAX_CALL_LEVELS: usize = 64;
+/// Deepest nesting of expressions at the top level and within functions.
+pub(crate) const DEFAULT_MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
+/// Most memory the client may hold while a script runs, checked every
+/// [`MEMORY_CHECK_EVERY`] operations where the system reports it (Linux): the value limits
+/// above are not enforced on every path (rhai checks a map's entry, not the map, when one is
+/// added by index), so this is the bound that holds whatever the script does.
+pub(crate) const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
+/// Operations between two looks at the client's memory (a look costs a few microseconds).
+const MEMORY_CHECK_EVERY: u64 = 256;
+/// Modules a script may import: none, since a steering script is one file.
+pub(crate) const DEFAULT_MAX_MODULES: usize = 0;
+/// The stack of the thread a script runs on, enough for the deepest nesting allowed even in a
+/// debug build (it is reserved, not used, until the script nests that deep).
+const SCRIPT_STACK_SIZE: usize = 256 << 20;
 
 /// The functions a script can call, with a line each for `help` in `gyr attach`.
 pub(crate) const FUNCTIONS: &[(&str, &str)] = &[
@@ -117,6 +161,8 @@ struct Ctx {
     session: RefCell<Session>,
     /// The exit code of the first failure (2: refused, 1: the program went away).
     code: Cell<u8>,
+    /// Set by every call to the program (and `sleep`): the operations budget starts over.
+    called: Rc<Cell<bool>>,
 }
 
 type Res<T> = Result<T, Box<EvalAltResult>>;
@@ -128,6 +174,7 @@ impl Ctx {
     }
 
     fn with<T>(&self, op: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Res<T> {
+        self.called.set(true);
         let mut s = self.session.borrow_mut();
         op(&mut s).map_err(|f| self.fail(f))
     }
@@ -183,6 +230,7 @@ impl Ctx {
     }
 
     fn next_event(&self, type_name: &str, timeout: Duration) -> Res<Map> {
+        self.called.set(true);
         let mut s = self.session.borrow_mut();
         let mut stream = s
             .subscribe(vec![type_name.to_owned()], vec![])
@@ -249,9 +297,52 @@ fn ms(n: i64) -> Duration {
     Duration::from_millis(n.max(0) as u64)
 }
 
+/// The client's resident memory in bytes, where the system reports it.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    Some(kb.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()? * 1024)
+}
+
+/// Why a script was stopped by the progress check.
+const TOO_MANY_OPERATIONS: &str = "operations";
+const TOO_MUCH_MEMORY: &str = "memory";
+
+/// Bounds what a script may hold and how deep it may nest; `called` is set by every call to the
+/// program, which starts the budget of `max_ops` operations over; `max_memory` bounds the
+/// client's resident memory.
+fn set_limits(e: &mut Engine, called: Rc<Cell<bool>>, max_ops: u64, max_memory: u64) {
+    e.set_max_string_size(DEFAULT_MAX_STRING_SIZE)
+        .set_max_array_size(DEFAULT_MAX_ARRAY_SIZE)
+        .set_max_map_size(DEFAULT_MAX_MAP_SIZE)
+        .set_max_variables(DEFAULT_MAX_VARIABLES)
+        .set_max_call_levels(DEFAULT_MAX_CALL_LEVELS)
+        .set_max_expr_depths(DEFAULT_MAX_EXPR_DEPTHS.0, DEFAULT_MAX_EXPR_DEPTHS.1)
+        .set_max_modules(DEFAULT_MAX_MODULES);
+    // No limit on operations overall (`set_max_operations` would end a long watch): the
+    // budget starts over at every call to the program.
+    let since = Cell::new(0u64);
+    e.on_progress(move |ops| {
+        if called.replace(false) {
+            since.set(ops);
+        }
+        if ops - since.get() > max_ops {
+            return Some(TOO_MANY_OPERATIONS.into());
+        }
+        (ops.is_multiple_of(MEMORY_CHECK_EVERY) && resident_bytes().is_some_and(|b| b > max_memory))
+            .then(|| TOO_MUCH_MEMORY.into())
+    });
+}
+
 /// An engine whose steering functions act on `session`.
 fn engine(ctx: Rc<Ctx>) -> Engine {
     let mut e = Engine::new();
+    set_limits(
+        &mut e,
+        ctx.called.clone(),
+        DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS,
+        DEFAULT_MAX_MEMORY,
+    );
     e.on_print(|s| println!("{s}"));
     e.on_debug(|s, _, pos| eprintln!("debug {pos}: {s}"));
 
@@ -320,12 +411,18 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
     });
     let c = ctx.clone();
     e.register_fn("step", move || {
-        c.control(crate::control(v1::control_request::Action::Step))
+        c.control(v1::ControlRequest {
+            steps: 1,
+            ..crate::control(v1::control_request::Action::Step)
+        })
     });
     let c = ctx.clone();
     e.register_fn("step", move |n: i64| {
+        let steps = u64::try_from(n).map_err(|_| -> Box<EvalAltResult> {
+            format!("step({n}): give a number of synch points of 1 or more").into()
+        })?;
         c.control(v1::ControlRequest {
-            steps: n.max(1) as u64,
+            steps,
             ..crate::control(v1::control_request::Action::Step)
         })
     });
@@ -354,35 +451,110 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
     e.register_fn("next_event", move |t: &str, timeout: i64| {
         c.next_event(t, ms(timeout))
     });
-    let c = ctx;
+    let c = ctx.clone();
     e.register_fn("sensor", move |t: &str, setting: &str| c.sensor(t, setting));
-    e.register_fn("sleep", |t: i64| std::thread::sleep(ms(t)));
+    let c = ctx;
+    e.register_fn("sleep", move |t: i64| {
+        c.called.set(true);
+        std::thread::sleep(ms(t))
+    });
     e
 }
 
-/// Runs `source` (named `name` in messages) against the program `session` is connected to.
+/// Runs `source` (named `name` in messages) against the program `session` is connected to, on
+/// a thread of its own with a stack deep enough for the nesting the limits allow.
 pub(crate) fn run_source(session: Session, name: &str, source: &str) -> Result<(), Failure> {
+    let (name, source) = (name.to_owned(), source.to_owned());
+    std::thread::Builder::new()
+        .name("gyr-script".into())
+        .stack_size(SCRIPT_STACK_SIZE)
+        .spawn(move || run_on_this_thread(session, &name, &source))
+        .map_err(|e| Failure::from(anyhow::anyhow!("cannot start the script's thread: {e}")))?
+        .join()
+        .unwrap_or_else(|_| {
+            Err(Failure::from(anyhow::anyhow!(
+                "the script's thread failed; the message above says why"
+            )))
+        })
+}
+
+fn run_on_this_thread(session: Session, name: &str, source: &str) -> Result<(), Failure> {
     let ctx = Rc::new(Ctx {
         session: RefCell::new(session),
         code: Cell::new(2),
+        called: Rc::new(Cell::new(true)),
     });
     let engine = engine(ctx.clone());
     let ast = engine.compile(source).map_err(|e| {
         let (line, col) = position(e.position());
-        Failure::input(anyhow::anyhow!("{name}:{line}:{col}: {}", e.err_type()))
+        let msg = match e.err_type() {
+            rhai::ParseErrorType::ExprTooDeep => format!(
+                "expressions nest deeper than the limit of {} levels ({} within functions); split them up",
+                DEFAULT_MAX_EXPR_DEPTHS.0, DEFAULT_MAX_EXPR_DEPTHS.1
+            ),
+            other => other.to_string(),
+        };
+        Failure::input(anyhow::anyhow!("{name}:{line}:{col}: {msg}"))
     })?;
     engine.run_ast(&ast).map_err(|e| {
-        let (line, col) = position(e.position());
-        let msg = match *e {
-            EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => inner.to_string(),
-            EvalAltResult::ErrorRuntime(ref v, _) => v.to_string(),
-            ref other => other.to_string(),
+        // A failure inside the script's own functions comes wrapped once per call level: the
+        // innermost error says what went wrong, and where.
+        let mut err = &*e;
+        let mut pos = err.position();
+        while let EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = err {
+            err = inner;
+            if !err.position().is_none() {
+                pos = err.position();
+            }
+        }
+        let (line, col) = position(pos);
+        let msg = match limit_hit(err) {
+            Some(limit) => {
+                ctx.code.set(2);
+                limit
+            }
+            None => match err {
+                EvalAltResult::ErrorRuntime(v, _) => strip_position(&v.to_string()).to_owned(),
+                other => strip_position(&other.to_string()).to_owned(),
+            },
         };
-        let msg = strip_position(&msg);
         Failure {
             code: ctx.code.get(),
             error: anyhow::anyhow!("{name}:{line}:{col}: {msg}"),
         }
+    })
+}
+
+/// What a script's limit error means, in the user's terms.
+fn limit_hit(e: &EvalAltResult) -> Option<String> {
+    Some(match e {
+        EvalAltResult::ErrorTerminated(why, _) if why.to_string() == TOO_MUCH_MEMORY => format!(
+            "the script went past the limit of {} MiB of memory",
+            DEFAULT_MAX_MEMORY >> 20
+        ),
+        EvalAltResult::ErrorTerminated(..) | EvalAltResult::ErrorTooManyOperations(_) => format!(
+            "the script went past the limit of {DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS} operations without calling the program (an endless loop?)"
+        ),
+        EvalAltResult::ErrorDataTooLarge(what, _) => {
+            let (limit, unit) = if what.contains("string") {
+                (DEFAULT_MAX_STRING_SIZE, "bytes of strings in one value")
+            } else if what.contains("map") {
+                (DEFAULT_MAX_MAP_SIZE, "properties in one object map")
+            } else {
+                (DEFAULT_MAX_ARRAY_SIZE, "elements in one array or blob")
+            };
+            format!("the script went past the limit of {limit} {unit}")
+        }
+        EvalAltResult::ErrorStackOverflow(_) => format!(
+            "the script went past the limit of {DEFAULT_MAX_CALL_LEVELS} nested function calls (endless recursion?)"
+        ),
+        EvalAltResult::ErrorTooManyVariables(_) => format!(
+            "the script went past the limit of {DEFAULT_MAX_VARIABLES} variables alive at once"
+        ),
+        EvalAltResult::ErrorTooManyModules(_) => {
+            "a steering script is one file: it cannot import modules".to_owned()
+        }
+        _ => return None,
     })
 }
 
@@ -418,4 +590,79 @@ pub(crate) fn run_file(target: Target, file: &Path) -> Result<ExitCode, Failure>
     let session = Session::connect(&target.program, target.token.clone(), "gyr-script")?;
     run_source(session, &name, &source)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limited(max_ops: u64, max_memory: u64) -> (Engine, Rc<Cell<bool>>) {
+        let mut e = Engine::new();
+        let called = Rc::new(Cell::new(true));
+        set_limits(&mut e, called.clone(), max_ops, max_memory);
+        let c = called.clone();
+        e.register_fn("ping", move || c.set(true));
+        (e, called)
+    }
+
+    #[test]
+    fn an_endless_loop_without_calls_is_stopped() {
+        let (e, _) = limited(10_000, u64::MAX);
+        let err = e.run("let x = 0; loop { x += 1; }").unwrap_err();
+        assert!(limit_hit(&err).unwrap().contains("operations"), "{err}");
+    }
+
+    #[test]
+    fn a_loop_that_calls_the_program_runs_past_the_budget() {
+        let (e, _) = limited(10_000, u64::MAX);
+        // 100 000 iterations: many times the budget in all, a few operations between calls.
+        let n = e
+            .eval::<i64>("let n = 0; for i in 0..100000 { ping(); n += 1; } n")
+            .unwrap();
+        assert_eq!(n, 100_000);
+    }
+
+    #[test]
+    fn values_cannot_grow_past_their_limits() {
+        // On a stack as deep as a script's, for the recursion.
+        std::thread::Builder::new()
+            .stack_size(SCRIPT_STACK_SIZE)
+            .spawn(values_cannot_grow_past_their_limits_here)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn values_cannot_grow_past_their_limits_here() {
+        let (e, _) = limited(DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS, u64::MAX);
+        for (script, limit) in [
+            ("let s = \"x\"; loop { s += s; }", "bytes of strings"),
+            ("let a = [1]; loop { a += a; }", "elements in one array"),
+            ("fn f(n) { f(n + 1) } f(0)", "nested function calls"),
+        ] {
+            let err = e.run(script).unwrap_err();
+            let mut inner = &*err;
+            while let EvalAltResult::ErrorInFunctionCall(_, _, i, _) = inner {
+                inner = i;
+            }
+            let msg = limit_hit(inner).unwrap_or_else(|| panic!("{script}: {err}"));
+            assert!(msg.contains(limit), "{script}: {msg}");
+        }
+    }
+
+    #[test]
+    fn memory_is_bounded_where_value_limits_are_not_checked() {
+        // rhai checks the new entry, not the map, when one is added by index.
+        let Some(now) = resident_bytes() else {
+            return;
+        };
+        let (e, _) = limited(DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS, now + (32 << 20));
+        let err = e
+            .run("let s = \"\"; s.pad(1000, 'y'); let m = #{}; let i = 0; loop { m[`k${i}`] = s + i; i += 1; }")
+            .unwrap_err();
+        assert!(
+            limit_hit(&err).is_some_and(|m| m.contains("memory")),
+            "{err}"
+        );
+    }
 }

@@ -58,12 +58,12 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
             }
             if a.has_min || a.has_max {
                 let lo = if a.has_min {
-                    a.min.to_string()
+                    gyr::gyr_core::ShortFloat(a.min).to_string()
                 } else {
                     String::new()
                 };
                 let hi = if a.has_max {
-                    a.max.to_string()
+                    gyr::gyr_core::ShortFloat(a.max).to_string()
                 } else {
                     String::new()
                 };
@@ -187,15 +187,38 @@ pub(crate) fn event_line(e: &Event) -> String {
     )
 }
 
-/// One event as one JSON object.
+/// One live event as one JSON object: `t_ns`, `thread`, `type`, `fields` (values as
+/// [`value_json`] writes them), the shape `gyr trace dump --json` prints too.
 pub(crate) fn event_json(e: &Event) -> String {
     let fields: serde_json::Map<String, serde_json::Value> = e
         .fields
         .iter()
-        .map(|(f, v)| (f.clone(), serde_json::Value::String(v.to_string())))
+        .map(|(f, v)| (f.clone(), value_json(v)))
         .collect();
     serde_json::json!({"t_ns": e.t_ns, "thread": e.thread, "type": e.type_name, "fields": fields})
         .to_string()
+}
+
+/// A field's value in JSON, for every command that prints events as JSON: numbers as
+/// numbers, strings as strings, arrays as arrays, bytes as a hex string, and a float JSON
+/// cannot hold (NaN, infinite) as its text.
+pub(crate) fn value_json(v: &gyr::gyr_core::Value) -> serde_json::Value {
+    use gyr::gyr_core::Value;
+    match v {
+        Value::Int(i) => (*i).into(),
+        Value::UInt(u) => (*u).into(),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Into::into)
+            .unwrap_or_else(|| f.to_string().into()),
+        Value::Bool(b) => (*b).into(),
+        Value::Str(s) => s.clone().into(),
+        Value::Bytes(b) => b
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+            .into(),
+        Value::Array(items) => items.iter().map(value_json).collect::<Vec<_>>().into(),
+    }
 }
 
 /// A value for reading, not for round-tripping: floats shortened.

@@ -31,7 +31,7 @@ pub(crate) enum SensorChange {
     Off,
     /// Record one event in N.
     Every {
-        /// N.
+        /// N (1 or more).
         n: u32,
     },
     /// At most R events per second.
@@ -234,6 +234,11 @@ pub(crate) fn sensor_request(
             )));
         }
     };
+    if let SensorChange::Every { n: 0 } = change {
+        return Err(Failure::input(anyhow::anyhow!(
+            "every N needs N ≥ 1; use `all` or `on` for every event"
+        )));
+    }
     let mut req = v1::SensorControlRequest {
         scope: scope as i32,
         name,

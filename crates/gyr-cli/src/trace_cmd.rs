@@ -313,24 +313,6 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     Ok(report_damage(&args.file, &summary))
 }
 
-fn json_value(v: &Value) -> serde_json::Value {
-    match v {
-        Value::Int(i) => (*i).into(),
-        Value::UInt(u) => (*u).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map(Into::into)
-            .unwrap_or_else(|| f.to_string().into()),
-        Value::Bool(b) => (*b).into(),
-        Value::Str(s) => s.clone().into(),
-        Value::Bytes(b) => b
-            .iter()
-            .map(|x| format!("{x:02x}"))
-            .collect::<String>()
-            .into(),
-        Value::Array(items) => items.iter().map(json_value).collect::<Vec<_>>().into(),
-    }
-}
-
 pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
     let mut reader = open(&args.file)?;
     let out = std::io::stdout();
@@ -385,7 +367,7 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
                             s.fields
                                 .iter()
                                 .zip(v)
-                                .map(|(f, v)| (f.name.clone(), json_value(v)))
+                                .map(|(f, v)| (f.name.clone(), crate::show::value_json(v)))
                                 .collect(),
                         ),
                         (Err(e), _) => serde_json::json!({ "error": e }),

@@ -412,6 +412,230 @@ print("not reached");
 }
 
 #[test]
+fn scripts_that_run_away_stop_at_a_limit_with_their_line() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start("scripts_that_run_away_stop_at_a_limit_with_their_line", &[]);
+    let (d, pid) = (p.dir.path(), p.child.id().to_string());
+    let script = d.join("away.rhai");
+    for (source, place, limit) in [
+        (
+            "let s = \"x\";\nloop {\n    s += s;\n}\n",
+            "away.rhai:3:",
+            "limit of 1048576 bytes of strings",
+        ),
+        (
+            "fn down(n) {\n    down(n + 1)\n}\nprint(get(\"nbody.step\"));\ndown(0);\n",
+            // A limit passes through the script's functions to the line that called them.
+            "away.rhai:5:1:",
+            "limit of 64 nested function calls",
+        ),
+    ] {
+        std::fs::write(&script, source).unwrap();
+        let o = gyr(d, &["script", &pid, script.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{source}: {err}");
+        assert!(
+            err.contains(place) && err.contains(limit),
+            "{source}: expected {place:?} and {limit:?} in {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation"),
+            "{err}"
+        );
+    }
+    // The program is untouched.
+    assert!(ok(d, &["status", &pid]).contains("running"));
+}
+
+#[test]
+fn requests_that_cannot_work_are_refused_with_readable_reasons() {
+    use gyr_proto::v1;
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let p = start(
+        "requests_that_cannot_work_are_refused_with_readable_reasons",
+        &[],
+    );
+    let (d, pid) = (p.dir.path(), p.child.id().to_string());
+    let pid = pid.as_str();
+    // Losses are always reported: switching them off would be a lie.
+    refused(
+        d,
+        &["sensors", pid, "--type", "gyr.lost", "off"],
+        "losses are always reported",
+    );
+    refused(
+        d,
+        &["sensors", pid, "--type", "gyr.lost", "every", "10"],
+        "losses are always reported",
+    );
+    refused(
+        d,
+        &["sensors", pid, "--instance", "nope", "off"],
+        "no sensor instance named `nope`",
+    );
+    refused(
+        d,
+        &["sensors", pid, "--type", "energy", "every", "0"],
+        "every N needs N ≥ 1; use `all` or `on`",
+    );
+    refused(d, &["step", pid, "0"], "1 or more");
+    // Numbers far out of range read as numbers, not 309 digits.
+    let o = gyr(d, &["set", pid, "nbody.dt", "1e308"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("1e308 is above the maximum 0.1 s"), "{err}");
+    assert!(err.len() < 300, "{err}");
+    // A uint is never -1.
+    refused(
+        d,
+        &["run-until", pid, "nbody.step == -1"],
+        "`nbody.step` is a uint",
+    );
+    // Bodies must be physical.
+    fn add<'a>(pid: &'a str, args: [&'a str; 7]) -> Vec<&'a str> {
+        let mut a = vec!["call", pid, "nbody.add_body"];
+        a.extend(args);
+        a
+    }
+    refused(
+        d,
+        &add(pid, ["6", "0", "0", "0", "4", "0", "1e308"]),
+        "mass must be at most 1000000, got 1e308",
+    );
+    refused(
+        d,
+        &add(pid, ["1e300", "0", "0", "0", "4", "0", "1"]),
+        "x must be a finite number from -1000000 to 1000000",
+    );
+    refused(
+        d,
+        &add(pid, ["0", "0", "0", "0", "-1e20", "0", "1"]),
+        "vy must be a finite number",
+    );
+    // A refusal echoing 20 KB arrives cut short, not as a broken connection.
+    let long = format!("nbody.{}", "x".repeat(20_000));
+    let o = gyr(d, &["set", pid, &long, "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("has no attribute `xxx") && err.contains("more bytes)") && err.len() < 5000,
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    // Every client gets the same refusals from the server itself.
+    let (rt, mut c) = raw_client(d, p.child.id());
+    invalid(
+        rt.block_on(c.control(v1::ControlRequest {
+            action: v1::control_request::Action::Step as i32,
+            steps: 0,
+            ..Default::default()
+        })),
+        "1 or more",
+    );
+    invalid(
+        rt.block_on(c.sensor_control(v1::SensorControlRequest {
+            scope: v1::sensor_control_request::Scope::Type as i32,
+            name: "energy".into(),
+            every_nth: Some(0),
+            ..Default::default()
+        })),
+        "every N needs N >= 1",
+    );
+    invalid(
+        rt.block_on(c.sensor_control(v1::SensorControlRequest {
+            scope: v1::sensor_control_request::Scope::Type as i32,
+            name: "gyr.lost".into(),
+            enabled: Some(false),
+            ..Default::default()
+        })),
+        "losses are always reported",
+    );
+    let s = rt
+        .block_on(c.get(v1::GetRequest {
+            paths: vec![format!("nbody.{}", "é".repeat(10_000))],
+        }))
+        .expect_err("no such attribute");
+    assert_eq!(s.code(), tonic::Code::NotFound, "{s:?}");
+    assert!(
+        s.message().ends_with("more bytes)") && s.message().len() < 5000,
+        "{}",
+        &s.message()[..200]
+    );
+    assert!(ok(d, &["status", pid]).contains("running"));
+}
+
+#[test]
+fn watch_and_trace_dump_print_events_in_one_json_shape() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let traces = tempfile::tempdir().unwrap();
+    let trace = traces.path().join("nbody.gyr");
+    let mut p = start(
+        "watch_and_trace_dump_print_events_in_one_json_shape",
+        &[(STEPS, "400"), ("GYR_TRACE", trace.to_str().unwrap())],
+    );
+    let pid = p.child.id().to_string();
+    let watched = gyr(
+        p.dir.path(),
+        &["watch", &pid, "energy", "--json", "--limit", "1"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while p.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the program did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dumped = ok(
+        p.dir.path(),
+        &[
+            "trace",
+            "dump",
+            trace.to_str().unwrap(),
+            "--type",
+            "energy",
+            "--json",
+            "--limit",
+            "1",
+        ],
+    );
+    // The watch may have missed the run's end; its shape is what matters.
+    let line =
+        |s: &str| -> serde_json::Value { serde_json::from_str(s.lines().next().unwrap()).unwrap() };
+    let w = line(&String::from_utf8_lossy(&watched.stdout));
+    let t = line(&dumped);
+    let kind = |v: &serde_json::Value| match v {
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Bool(_) => "bool",
+        _ => "other",
+    };
+    for key in ["t_ns", "thread", "type", "fields"] {
+        assert!(
+            w.get(key).is_some() && t.get(key).is_some(),
+            "{key}: {w} / {t}"
+        );
+    }
+    let (wf, tf) = (
+        w["fields"].as_object().unwrap(),
+        t["fields"].as_object().unwrap(),
+    );
+    assert_eq!(
+        wf.keys().collect::<Vec<_>>(),
+        tf.keys().collect::<Vec<_>>(),
+        "{w} / {t}"
+    );
+    for (name, v) in wf {
+        assert_eq!(kind(v), kind(&tf[name]), "field {name}: {w} / {t}");
+    }
+    assert_eq!(kind(&wf["total"]), "number", "{w}");
+}
+
+#[test]
 fn attach_lists_steers_and_shows_changes_live() {
     use std::io::{BufRead, BufReader, Write};
     use std::sync::{Arc, Mutex};

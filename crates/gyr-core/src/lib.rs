@@ -25,7 +25,7 @@ pub mod value;
 pub use record::{RECORD_HEADER_LEN, RecordHeader, RecordRef};
 pub use schema::{Field, FieldType, Schema, SchemaError, TypeId};
 pub use trace::{ThreadInfo, TraceEnd, TraceHeader, TraceReader, TraceWriter};
-pub use value::Value;
+pub use value::{ShortFloat, Value};
 
 /// The name of the built-in event type that reports lost events.
 pub const LOST_EVENT_NAME: &str = "gyr.lost";

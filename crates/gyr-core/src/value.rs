@@ -47,12 +47,29 @@ impl Value {
     }
 }
 
+/// A float as the shortest text that reads back as the same number: plain from 1e-4 up to
+/// 1e16, scientific beyond (`1e308`, `2.5e-9`), so that no message or listing carries hundreds
+/// of digits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShortFloat(pub f64);
+
+impl fmt::Display for ShortFloat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let x = self.0;
+        if x != 0.0 && x.is_finite() && !(1e-4..1e16).contains(&x.abs()) {
+            write!(f, "{x:e}")
+        } else {
+            write!(f, "{x}")
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Int(v) => write!(f, "{v}"),
             Value::UInt(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{}", ShortFloat(*v)),
             Value::Bool(v) => write!(f, "{v}"),
             Value::Str(s) => write!(f, "{s:?}"),
             Value::Bytes(b) => {
@@ -356,6 +373,20 @@ pub fn encode(schema: &Schema, values: &[Value]) -> Result<Vec<u8>, PayloadError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_print_short_at_any_size() {
+        for (x, text) in [
+            (1e308, "1e308"),
+            (-2.5e-9, "-2.5e-9"),
+            (0.001, "0.001"),
+            (123456.5, "123456.5"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(Value::Float(x).to_string(), text);
+            assert_eq!(text.parse::<f64>().unwrap(), x);
+        }
+    }
     use crate::schema::Field;
 
     #[test]

@@ -319,7 +319,7 @@ impl Hub {
             let svc = service::HubService::new(shared.clone());
             runtime.spawn(async move {
                 let r = tonic::transport::Server::builder()
-                    .add_service(v1::gyr_server::GyrServer::new(svc))
+                    .add_service(service::server(svc))
                     .serve_with_incoming(l.into_stream())
                     .await;
                 if let Err(e) = r {

@@ -16,6 +16,14 @@ use tonic::{Request, Response, Status};
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+/// The service as served: every refusal's message cut to a length any client can receive
+/// (the program's own are cut already, this covers the hub's and older programs').
+pub(crate) fn server(
+    svc: HubService,
+) -> gyr_proto::short_errors::ShortErrors<v1::gyr_server::GyrServer<HubService>> {
+    gyr_proto::short_errors::ShortErrors::new(v1::gyr_server::GyrServer::new(svc))
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct HubService {
     shared: Arc<Shared>,

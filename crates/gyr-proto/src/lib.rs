@@ -21,6 +21,7 @@ pub mod connect;
 mod convert;
 pub mod events;
 pub mod listen;
+pub mod short_errors;
 pub mod token;
 pub use convert::Incoming;
 /// The shared byte buffer record blocks travel in.

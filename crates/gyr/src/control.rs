@@ -91,6 +91,89 @@ pub enum ControlError {
         "rate {0} is not valid: give a positive number of events per second, or every N with N >= 1"
     )]
     BadRate(String),
+    /// `gyr.lost` cannot be switched off or thinned.
+    #[error(
+        "`{name}` cannot be switched off or rate-limited: losses are always reported, so that nothing is lost silently"
+    )]
+    LossesAlwaysReported {
+        /// The loss type's name.
+        name: String,
+    },
+    /// No sensor type of that name is registered.
+    #[error("no sensor type named `{name}`; types: {}", known.join(", "))]
+    UnknownType {
+        /// The name asked for.
+        name: String,
+        /// The registered types.
+        known: Vec<String>,
+    },
+    /// No sensor instance of that name is registered.
+    #[error("no sensor instance named `{name}`; {}", instances_text(known))]
+    UnknownInstance {
+        /// The name asked for.
+        name: String,
+        /// The registered instances.
+        known: Vec<String>,
+    },
+}
+
+fn instances_text(known: &[String]) -> String {
+    if known.is_empty() {
+        "this program registers no instances (use --type for a whole type)".to_owned()
+    } else {
+        format!("instances: {}", known.join(", "))
+    }
+}
+
+/// Checks a change asked for from outside the program before it is made: the type or
+/// instance must exist (in process, a setting may come before its type is first used), and
+/// `gyr.lost` stays on with every event, since losses are always reported whatever the
+/// switches say.
+pub fn check_change(
+    target: &Target,
+    enabled: Option<bool>,
+    rate: Option<Rate>,
+) -> Result<(), ControlError> {
+    let all = sensors();
+    match target {
+        Target::Global => {}
+        Target::Type(n) => {
+            if !all
+                .iter()
+                .any(|s| &s.type_name == n && s.instance.is_none())
+            {
+                return Err(ControlError::UnknownType {
+                    name: n.clone(),
+                    known: all
+                        .iter()
+                        .filter(|s| s.instance.is_none())
+                        .map(|s| s.type_name.clone())
+                        .collect(),
+                });
+            }
+            let thinned = rate.is_some_and(|r| r != Rate::All);
+            if n == gyr_core::LOST_EVENT_NAME && (enabled == Some(false) || thinned) {
+                return Err(ControlError::LossesAlwaysReported { name: n.clone() });
+            }
+        }
+        Target::Instance(n) => {
+            if !all.iter().any(|s| s.instance.as_ref() == Some(n)) {
+                return Err(ControlError::UnknownInstance {
+                    name: n.clone(),
+                    known: all.into_iter().filter_map(|s| s.instance).collect(),
+                });
+            }
+        }
+    }
+    match rate {
+        Some(Rate::EveryNth(0)) => Err(ControlError::BadRate(
+            "every 0: every N needs N >= 1; use `all` or `on` for every event".into(),
+        )),
+        Some(Rate::PerSecond(r)) if !(r > 0.0 && r.is_finite()) => {
+            Err(ControlError::BadRate(format!("{r}/s")))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn controls_mut<'a>(list: &'a mut Vec<(String, Controls)>, name: &str) -> &'a mut Controls {
@@ -108,7 +191,8 @@ fn controls(list: &[(String, Controls)], name: &str) -> Controls {
         .unwrap_or_default()
 }
 
-/// Switches sensors on or off.
+/// Switches sensors on or off. `gyr.lost` is not a sensor of the program: losses are reported
+/// whatever the switches say (clients are told so by [`check_change`]).
 pub fn set_enabled(target: &Target, on: bool) {
     let mut reg = registry();
     match target {

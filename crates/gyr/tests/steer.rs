@@ -392,6 +392,7 @@ fn pause_step_and_run_until_act_at_synch_points() {
 fn textual_conditions_compare_attributes_joined_by_and_or() {
     let _g = support::serial();
     let level = steer::param("cond_level", 5i64).register().unwrap();
+    let count = steer::param("cond_count", 5u64).register().unwrap();
     #[derive(gyr::Steerable)]
     struct Mode {
         name: String,
@@ -427,11 +428,18 @@ fn textual_conditions_compare_attributes_joined_by_and_or() {
         ),
         ("cond_level > five", "cond_level"),
         ("nowhere.x > 1", "no steering object"),
+        // A literal the attribute's type can never hold.
+        ("cond_count == -1", "`cond_count` is a uint, from 0 to"),
+        ("cond_count > -0.5", "it is never -0.5"),
+        ("cond_count < 1e30", "never 1e30"),
+        ("cond_level > 1e300", "`cond_level` is an int"),
     ] {
         let e = steer::Condition::parse(bad).unwrap_err().to_string();
         assert!(e.contains(why), "{bad}: expected {why:?} in {e}");
     }
+    assert!(holds("cond_count > 1e3 or cond_count >= 4.5"));
     level.unregister();
+    count.unregister();
     mode.unregister();
 }
 

@@ -8,7 +8,7 @@
 //! Synch point: `step`, once per time step, where actuators run and pauses stall the program.
 
 use gyr::Sensor;
-use gyr::gyr_core::Value;
+use gyr::gyr_core::{ShortFloat, Value};
 use gyr::steer::{self, Actuator, AttrType, Steered};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -16,6 +16,13 @@ use std::time::Instant;
 
 /// Most bodies `add_body` accepts.
 pub const MAX_BODIES: usize = 4096;
+/// Largest mass `add_body` accepts (the central body has 100). With positions, velocities and
+/// masses within these bounds, kinetic and potential energy stay finite for [`MAX_BODIES`].
+pub const MAX_MASS: f64 = 1e6;
+/// Largest distance from the origin, per coordinate, for a new body.
+pub const MAX_POSITION: f64 = 1e6;
+/// Largest speed, per component, for a new body.
+pub const MAX_SPEED: f64 = 1e6;
 
 /// One body.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -159,9 +166,29 @@ pub fn register(n: usize) -> Result<Steered<NBody>, steer::SteerError> {
             if s.state.len() >= MAX_BODIES {
                 return Err(format!("the simulation holds at most {MAX_BODIES} bodies"));
             }
+            let names = ["x", "y", "z", "vx", "vy", "vz"];
+            for (i, name) in names.iter().enumerate() {
+                let (v, bound) = (
+                    a.get::<f64>(i)?,
+                    if i < 3 { MAX_POSITION } else { MAX_SPEED },
+                );
+                if !v.is_finite() || v.abs() > bound {
+                    return Err(format!(
+                        "{name} must be a finite number from {} to {}, got {}",
+                        ShortFloat(-bound),
+                        ShortFloat(bound),
+                        ShortFloat(v)
+                    ));
+                }
+            }
             match a.get::<f64>(6)? {
-                m if m > 0.0 && m.is_finite() => Ok(()),
-                m => Err(format!("mass must be positive, got {m}")),
+                m if m > 0.0 && m <= MAX_MASS => Ok(()),
+                m if m > 0.0 => Err(format!(
+                    "mass must be at most {}, got {}",
+                    ShortFloat(MAX_MASS),
+                    ShortFloat(m)
+                )),
+                m => Err(format!("mass must be positive, got {}", ShortFloat(m))),
             }
         })
         .post(|s| {

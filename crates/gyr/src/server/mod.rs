@@ -20,7 +20,6 @@ pub use stream::DEFAULT_SUBSCRIBER_QUEUE;
 pub(crate) use stream::{Fanout, FanoutSink};
 
 use discovery::Announcement;
-use gyr_proto::v1::gyr_server::GyrServer;
 use service::{Access, GyrService, ServiceContext};
 use std::io;
 use std::net::SocketAddr;
@@ -200,7 +199,7 @@ pub(crate) fn start(
                     }
                 };
                 let local_server = tonic::transport::Server::builder()
-                    .add_service(GyrServer::new(local))
+                    .add_service(service::server(local))
                     .serve_with_incoming_shutdown(
                         tokio_stream::wrappers::UnixListenerStream::new(unix),
                         shutdown,
@@ -216,7 +215,7 @@ pub(crate) fn start(
                             let incoming =
                                 gyr_proto::listen::GuardedListener::new(l, limits).into_stream();
                             let remote_server = tonic::transport::Server::builder()
-                                .add_service(GyrServer::new(remote))
+                                .add_service(service::server(remote))
                                 .serve_with_incoming(incoming);
                             tokio::select! {
                                 r = local_server => report(r),

@@ -5,6 +5,8 @@ use super::stream::Fanout;
 use crate::control::{self, Rate, Target};
 use crate::steer::{self, AttrType, ScalarKind, SteerError, Who};
 use gyr_core::Value;
+use gyr_proto::short_errors::ShortErrors;
+use gyr_proto::v1::gyr_server::GyrServer;
 use gyr_proto::{Incoming, PROTOCOL_VERSION, v1};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -95,6 +97,11 @@ impl GyrService {
         };
         Ok(Who::new(format!("{client} ({via})")))
     }
+}
+
+/// The service as served: every refusal's message cut to a length any client can receive.
+pub(crate) fn server(svc: GyrService) -> ShortErrors<GyrServer<GyrService>> {
+    ShortErrors::new(GyrServer::new(svc))
 }
 
 fn status(e: SteerError) -> Status {
@@ -431,7 +438,12 @@ impl v1::gyr_server::Gyr for GyrService {
         match v1::control_request::Action::try_from(r.action) {
             Ok(v1::control_request::Action::Pause) => steer::pause(&who),
             Ok(v1::control_request::Action::Resume) => steer::resume(&who),
-            Ok(v1::control_request::Action::Step) => steer::step(r.steps.max(1), &who),
+            Ok(v1::control_request::Action::Step) if r.steps == 0 => {
+                return Err(Status::invalid_argument(
+                    "step needs a number of synch points of 1 or more",
+                ));
+            }
+            Ok(v1::control_request::Action::Step) => steer::step(r.steps, &who),
             Ok(v1::control_request::Action::RunUntil) => {
                 steer::run_until_condition(&r.until, &who).map_err(status)?
             }
@@ -461,23 +473,7 @@ impl v1::gyr_server::Gyr for GyrService {
         use v1::sensor_control_request::Scope;
         let target = match Scope::try_from(r.scope) {
             Ok(Scope::Global) => Target::Global,
-            Ok(Scope::Type) => {
-                if !control::sensors()
-                    .iter()
-                    .any(|s| s.type_name == r.name && s.instance.is_none())
-                {
-                    let known: Vec<String> = control::sensors()
-                        .into_iter()
-                        .map(|s| s.type_name)
-                        .collect();
-                    return Err(Status::not_found(format!(
-                        "no sensor type named `{}`; types: {}",
-                        r.name,
-                        known.join(", ")
-                    )));
-                }
-                Target::Type(r.name.clone())
-            }
+            Ok(Scope::Type) => Target::Type(r.name.clone()),
             Ok(Scope::Instance) => Target::Instance(r.name.clone()),
             _ => {
                 return Err(Status::invalid_argument(
@@ -485,17 +481,22 @@ impl v1::gyr_server::Gyr for GyrService {
                 ));
             }
         };
+        let rate = match (r.every_nth, r.per_second) {
+            (Some(1), _) => Some(Rate::All),
+            (Some(n), _) => Some(Rate::EveryNth(n)),
+            (None, Some(p)) => Some(Rate::PerSecond(p)),
+            (None, None) => None,
+        };
+        control::check_change(&target, r.enabled, rate).map_err(|e| match e {
+            control::ControlError::UnknownType { .. }
+            | control::ControlError::UnknownInstance { .. } => Status::not_found(e.to_string()),
+            _ => Status::invalid_argument(e.to_string()),
+        })?;
         let mut changes = Vec::new();
         if let Some(on) = r.enabled {
             control::set_enabled(&target, on);
             changes.push(if on { "on" } else { "off" }.to_owned());
         }
-        let rate = match (r.every_nth, r.per_second) {
-            (Some(n), _) if n <= 1 => Some(Rate::All),
-            (Some(n), _) => Some(Rate::EveryNth(n)),
-            (None, Some(p)) => Some(Rate::PerSecond(p)),
-            (None, None) => None,
-        };
         if let Some(rate) = rate {
             control::set_rate(&target, rate)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;

@@ -7,7 +7,7 @@
 //! condition is given, not when it is first evaluated.
 
 use super::{SteerError, get, parse_value};
-use gyr_core::Value;
+use gyr_core::{ShortFloat, Value};
 use std::cmp::Ordering;
 
 /// A comparison operator.
@@ -150,13 +150,25 @@ impl Condition {
                     format!("`{op}` is not a comparison; use one of < <= > >= == !="),
                 )
             })?;
-            // A number compares with any numeric attribute (`step > 1e3`, `level == 5.0`).
-            let literal = parse_value(path, lit).or_else(|e| {
-                match (lit.parse::<f64>(), get(path).as_ref().map(number)) {
-                    (Ok(x), Ok(Some(_))) if x.is_finite() => Ok(Value::Float(x)),
+            // A number compares with any numeric attribute (`step > 1e3`, `level == 5.0`), if
+            // the attribute's type can hold it: a uint is never -1.
+            let literal =
+                parse_value(path, lit).or_else(|e| match (lit.parse::<f64>(), get(path)) {
+                    (Ok(x), Ok(current)) if x.is_finite() && number(&current).is_some() => {
+                        match type_range(&current) {
+                            Some((lo, hi, ty)) if !(lo..=hi).contains(&x) => Err(bad(
+                                text,
+                                format!(
+                                    "`{path}` is {ty}, from {} to {}: it is never {lit}",
+                                    ShortFloat(lo),
+                                    ShortFloat(hi)
+                                ),
+                            )),
+                            _ => Ok(Value::Float(x)),
+                        }
+                    }
                     _ => Err(e),
-                }
-            })?;
+                })?;
             if !matches!(op, Op::Eq | Op::Ne) && compare(&literal, &literal).is_none() {
                 return Err(bad(
                     text,
@@ -210,6 +222,15 @@ impl Condition {
                 Err(_) => true,
             })
         })
+    }
+}
+
+/// The values an integer attribute can take, and its type's name.
+fn type_range(v: &Value) -> Option<(f64, f64, &'static str)> {
+    match v {
+        Value::Int(_) => Some((i64::MIN as f64, i64::MAX as f64, "an int")),
+        Value::UInt(_) => Some((0.0, u64::MAX as f64, "a uint")),
+        _ => None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Attribute types and values: what a steering object exposes, and how values from outside are
 //! checked and converted before they reach the application.
 
-use gyr_core::Value;
+use gyr_core::{ShortFloat, Value};
 use std::fmt;
 
 /// The element type of a list attribute.
@@ -315,7 +315,9 @@ impl AttrInfo {
                 && x < min
             {
                 return Err(format!(
-                    "{x} is below the minimum {min}{}",
+                    "{} is below the minimum {}{}",
+                    ShortFloat(x),
+                    ShortFloat(min),
                     self.unit_suffix()
                 ));
             }
@@ -323,7 +325,9 @@ impl AttrInfo {
                 && x > max
             {
                 return Err(format!(
-                    "{x} is above the maximum {max}{}",
+                    "{} is above the maximum {}{}",
+                    ShortFloat(x),
+                    ShortFloat(max),
                     self.unit_suffix()
                 ));
             }
@@ -349,8 +353,8 @@ impl AttrInfo {
             (None, None) => None,
             (min, max) => Some(format!(
                 "{} ..= {}{}",
-                min.map(|m| m.to_string()).unwrap_or_default(),
-                max.map(|m| m.to_string()).unwrap_or_default(),
+                min.map(|m| ShortFloat(m).to_string()).unwrap_or_default(),
+                max.map(|m| ShortFloat(m).to_string()).unwrap_or_default(),
                 self.unit_suffix()
             )),
         }
@@ -417,6 +421,10 @@ mod tests {
             Err("0.5 is above the maximum 0.1 s".into())
         );
         assert!(a.check_range(&Value::Float(0.05)).is_ok());
+        assert_eq!(
+            a.check_range(&Value::Float(1e308)),
+            Err("1e308 is above the maximum 0.1 s".into())
+        );
         assert_eq!(a.range_text().as_deref(), Some("0 ..= 0.1 s"));
     }
 }
