@@ -871,3 +871,71 @@ fn a_watch_through_a_hub_ends_when_the_program_does() {
     std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "the watch should end cleanly: {err}");
 }
+
+#[test]
+fn records_a_failing_trace_file_lost_are_counted_in_status() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("nbody.gyr");
+    // The trace file may grow to 64 KiB, as on a disk that fills up: writing past that fails
+    // (EFBIG; the signal that would kill the program is ignored, as a full disk sends none).
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"",
+            std::env::current_exe().unwrap().to_str().unwrap(),
+            "--exact",
+            "records_a_failing_trace_file_lost_are_counted_in_status",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("GYR_SOCKET_DIR", dir.path())
+        .env("GYR_TRACE", &trace)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Program {
+        child: {
+            // `exec` keeps the pid: the program announces itself under the shell's.
+            let pid = child.id();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !dir.path().join(format!("{pid}.json")).exists() {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "the program exited at start"
+                );
+                assert!(
+                    Instant::now() < deadline,
+                    "the program did not announce itself"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            child
+        },
+        dir,
+    };
+    let pid = p.child.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = ok(p.dir.path(), &["status", &pid]);
+        let lost: u64 = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("events"))
+            .and_then(|l| l.split(", ").nth(1))
+            .and_then(|l| l.trim().strip_suffix(" lost"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no loss count in {out}"));
+        if lost > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the trace file cannot grow, yet status says nothing was lost: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(std::fs::metadata(&trace).unwrap().len() <= 64 * 1024);
+}
