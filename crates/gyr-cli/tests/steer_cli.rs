@@ -962,13 +962,9 @@ impl Drop for HubProcess {
     }
 }
 
-#[test]
-fn steering_a_pushing_program_through_a_hub() {
-    if std::env::var_os(CHILD).is_some() {
-        child_program();
-    }
+/// Starts `gyr hub` (gRPC on a free port, no discovery); returns it and its gRPC address.
+fn start_hub(dir: &Path) -> (HubProcess, String) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
     let mut hub = HubProcess(
         Command::new(env!("CARGO_BIN_EXE_gyr"))
             .args([
@@ -979,7 +975,7 @@ fn steering_a_pushing_program_through_a_hub() {
                 "127.0.0.1:0",
                 "--no-discover",
             ])
-            .env("GYR_SOCKET_DIR", dir.path())
+            .env("GYR_SOCKET_DIR", dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -995,24 +991,39 @@ fn steering_a_pushing_program_through_a_hub() {
             break rest.split(':').take(2).collect::<Vec<_>>().join(":");
         }
     };
+    (hub, addr)
+}
+
+/// Waits until the hub at `addr` lists `pid` as pushing to it.
+fn wait_pushed(dir: &Path, addr: &str, pid: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = ok(dir, &["ps", "--hub", addr]);
+        if out
+            .lines()
+            .any(|l| l.trim_start().starts_with(pid) && l.contains("pushed"))
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the hub never listed it: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn steering_a_pushing_program_through_a_hub() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_hub, addr) = start_hub(dir.path());
     let p = start(
         "steering_a_pushing_program_through_a_hub",
         &[("GYR_HUB", &addr)],
     );
     let pid = p.child.id().to_string();
     let d = dir.path();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = ok(d, &["ps", "--hub", &addr]);
-        if out
-            .lines()
-            .any(|l| l.trim_start().starts_with(&pid) && l.contains("pushed"))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the hub never listed it: {out}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_pushed(d, &addr, &pid);
     let target = format!("{pid}@{addr}");
     // The hub attaches back to the program's server for steering; give it a moment.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -1032,4 +1043,141 @@ fn steering_a_pushing_program_through_a_hub() {
     // One live program: the hub's own address names it.
     assert_eq!(ok(d, &["get", &addr, "nbody.dt"]).trim(), "0.002");
     assert!(ok(d, &["log", &target]).contains("via hub"));
+}
+
+#[test]
+fn a_watch_through_a_hub_ends_when_the_program_does() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_hub, addr) = start_hub(d);
+    let mut p = start(
+        "a_watch_through_a_hub_ends_when_the_program_does",
+        &[("GYR_HUB", &addr)],
+    );
+    let pid = p.child.id().to_string();
+    wait_pushed(d, &addr, &pid);
+    let target = format!("{pid}@{addr}");
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(["watch", &target, "energy"])
+        .env("GYR_SOCKET_DIR", d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let wait_for = |what: &dyn Fn(&str) -> bool, seen: &mut Vec<String>| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !seen.iter().any(|l| what(l)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => seen.push(l),
+                Err(_) => panic!("the watch never showed the event: {seen:?}"),
+            }
+        }
+    };
+    wait_for(&|l| l.contains("step:"), &mut seen);
+    // Paused, the program's last event is known: the energy of the last tenth step.
+    ok(d, &["pause", &target]);
+    wait_status(d, &target, "paused");
+    let step: u64 = ok(d, &["get", &target, "nbody.step"])
+        .trim()
+        .parse()
+        .unwrap();
+    let last = format!("step: {}", step / 10 * 10);
+    wait_for(&|l| l.contains(&last), &mut seen);
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = watch.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = watch.kill();
+            panic!("the watch through the hub did not end after the program did");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "the watch should end cleanly: {err}");
+}
+
+#[test]
+fn records_a_failing_trace_file_lost_are_counted_in_status() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("nbody.gyr");
+    // The trace file may grow to 64 KiB, as on a disk that fills up: writing past that fails
+    // (EFBIG; the signal that would kill the program is ignored, as a full disk sends none).
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"",
+            std::env::current_exe().unwrap().to_str().unwrap(),
+            "--exact",
+            "records_a_failing_trace_file_lost_are_counted_in_status",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("GYR_SOCKET_DIR", dir.path())
+        .env("GYR_TRACE", &trace)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Program {
+        child: {
+            // `exec` keeps the pid: the program announces itself under the shell's.
+            let pid = child.id();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !dir.path().join(format!("{pid}.json")).exists() {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "the program exited at start"
+                );
+                assert!(
+                    Instant::now() < deadline,
+                    "the program did not announce itself"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            child
+        },
+        dir,
+    };
+    let pid = p.child.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = ok(p.dir.path(), &["status", &pid]);
+        let lost: u64 = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("events"))
+            .and_then(|l| l.split(", ").nth(1))
+            .and_then(|l| l.trim().strip_suffix(" lost"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no loss count in {out}"));
+        if lost > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the trace file cannot grow, yet status says nothing was lost: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(std::fs::metadata(&trace).unwrap().len() <= 64 * 1024);
 }

@@ -139,6 +139,9 @@ fn gone(shared: &Shared, pid: u32, started: u64) {
         match m.processes.get_mut(&pid) {
             Some(p) if p.started_unix_ns == started && p.alive => {
                 p.alive = false;
+                if p.finished() {
+                    shared.outputs.ended(pid);
+                }
                 true
             }
             _ => false,
@@ -148,6 +151,33 @@ fn gone(shared: &Shared, pid: u32, started: u64) {
         shared.clients().remove(&pid);
         if let Some(s) = &shared.store {
             s.ended(pid, started);
+        }
+    }
+}
+
+/// Counts an event stream from program `pid` (started at `started`) as open; false if that
+/// program is no longer the one under this pid.
+fn stream_opened(shared: &Shared, pid: u32, started: u64) -> bool {
+    let mut m = shared.lock();
+    match m.processes.get_mut(&pid) {
+        Some(p) if p.started_unix_ns == started => {
+            p.streams += 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// An event stream from program `pid` ended: if the program is gone, its subscribers' streams
+/// end too, now that its last batch has been forwarded.
+fn stream_closed(shared: &Shared, pid: u32, started: u64) {
+    let mut m = shared.lock();
+    if let Some(p) = m.processes.get_mut(&pid)
+        && p.started_unix_ns == started
+    {
+        p.streams = p.streams.saturating_sub(1);
+        if p.finished() {
+            shared.outputs.ended(pid);
         }
     }
 }
@@ -187,15 +217,19 @@ async fn follow_events(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramCl
         return;
     };
     let mut stream = stream.into_inner();
+    if !stream_opened(&shared, pid, started) {
+        return;
+    }
     while let Ok(Some(batch)) = stream.message().await {
         if shared
             .ingest(pid, started, Source::Attached, batch)
             .is_none()
         {
             // The program now pushes its stream (or was replaced): this one is not needed.
-            return;
+            break;
         }
     }
+    stream_closed(&shared, pid, started);
 }
 
 async fn follow_log(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClient) {
@@ -300,6 +334,7 @@ pub(crate) async fn publish(
             }
         }
     };
+    stream_opened(&shared, pid, started);
     let address = Address::parse(&hello.steer_address);
     if attach_back && let Some(a) = address.clone() {
         let token = (!hello.steer_token.is_empty()).then(|| hello.steer_token.clone());
@@ -321,6 +356,7 @@ pub(crate) async fn publish(
             Ok(None) | Err(_) => break,
         }
     }
+    stream_closed(&shared, pid, started);
     if address.is_none() {
         // Nothing else tells the hub when it ends.
         gone(&shared, pid, started);

@@ -263,6 +263,9 @@ pub(crate) struct Process {
     pub(crate) host: String,
     pub(crate) source: Source,
     pub(crate) alive: bool,
+    /// Its event streams still open (attached or pushed): the hub's subscribers to it alone
+    /// are ended only once it is gone and the last of these has delivered its last batch.
+    pub(crate) streams: u32,
     pub(crate) status: Option<v1::StatusReply>,
     pub(crate) objects: Option<v1::ListObjectsReply>,
     pub(crate) sensors: Option<v1::SensorsReply>,
@@ -306,6 +309,7 @@ impl Process {
             host: String::new(),
             source,
             alive: source != Source::Replay,
+            streams: 0,
             status: None,
             objects: None,
             sensors: None,
@@ -573,6 +577,11 @@ impl Process {
             "objects": self.objects.as_ref().map(objects_json).unwrap_or(Json::Null),
             "sensors": self.sensors.as_ref().map(sensors_json).unwrap_or(Json::Null),
         })
+    }
+
+    /// Gone, with nothing more of its stream to come: a subscriber to it alone is done.
+    pub(crate) fn finished(&self) -> bool {
+        !self.alive && self.streams == 0 && self.source != Source::Replay
     }
 
     /// The program as the gRPC API lists it.

@@ -74,6 +74,12 @@ impl Outputs {
         rx
     }
 
+    /// Program `pid` has ended and its last batch has been forwarded: the streams of the
+    /// subscribers to it alone end, after what is queued for them.
+    pub(crate) fn ended(&self, pid: u32) {
+        self.lock().retain(|sub| sub.pid != Some(pid));
+    }
+
     /// Sends `batch`, just taken in from program `p`, to every subscriber that wants it.
     pub(crate) fn forward(&self, p: &Process, batch: &v1::EventBatch) {
         let mut subs = self.lock();

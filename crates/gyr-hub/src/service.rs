@@ -268,7 +268,20 @@ impl v1::gyr_server::Gyr for HubService {
         self.permission(&req)?;
         let pid = self.named(&req)?;
         let r = req.into_inner();
-        let rx = self.shared.outputs.subscribe(pid, r.types, r.threads);
+        let rx = {
+            // Under the model's lock, so that the program cannot end between the look and
+            // the subscription (its end is marked under the same lock).
+            let m = self.shared.lock();
+            let finished = pid
+                .and_then(|pid| m.processes.get(&pid))
+                .is_some_and(|p| p.finished());
+            if finished {
+                // Its stream is over: an empty stream that ends at once.
+                tokio::sync::mpsc::channel(1).1
+            } else {
+                self.shared.outputs.subscribe(pid, r.types, r.threads)
+            }
+        };
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 

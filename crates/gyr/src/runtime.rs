@@ -496,11 +496,11 @@ impl Builder {
         let mut server = match fanout {
             Some(fanout) => {
                 let s2 = shared.clone();
+                // Clients see every loss as one count: events that never reached the sinks,
+                // and records a failed sink (such as a trace file on a full disk) lost.
                 let counters = Box::new(move || {
-                    (
-                        s2.stats.records.load(Ordering::Relaxed),
-                        s2.stats.lost.load(Ordering::Relaxed),
-                    )
+                    let s = summary_of(&s2);
+                    (s.records, s.lost + s.sink_lost)
                 });
                 match crate::server::start(
                     &self.config.server,
@@ -571,6 +571,8 @@ pub(crate) struct Stats {
     pub(crate) lost: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) sink_errors: AtomicU64,
+    /// Records a failed sink lost: not yet stored when it failed, or given after.
+    pub(crate) sink_lost: AtomicU64,
 }
 
 /// State shared by the runtime guard, the monitors and every thread buffer.
@@ -699,6 +701,9 @@ pub struct Summary {
     pub filtered: u64,
     /// Failures of sinks (each also printed once).
     pub sink_errors: u64,
+    /// Records a failed sink lost (not yet stored when it failed, or given after it was
+    /// disabled), counted once however many sinks failed; the other sinks got them.
+    pub sink_lost: u64,
     /// Threads that emitted events.
     pub threads: u64,
 }
@@ -883,6 +888,7 @@ fn summary_of(s: &Shared) -> Summary {
         lost: s.stats.lost.load(Ordering::Relaxed) + UNRECORDED.load(Ordering::Relaxed),
         filtered,
         sink_errors: s.stats.sink_errors.load(Ordering::Relaxed),
+        sink_lost: s.stats.sink_lost.load(Ordering::Relaxed),
         threads: s.next_thread.load(Ordering::Relaxed) - 1,
     }
 }

@@ -53,6 +53,11 @@ pub trait Sink: Send + 'static {
     fn close(&mut self, _end: &TraceEnd) -> io::Result<()> {
         Ok(())
     }
+    /// Records taken (their `records` call returned Ok) but not yet stored: what is lost if
+    /// this sink fails now. A sink that stores at once has none.
+    fn unsaved(&self) -> u64 {
+        0
+    }
 }
 
 impl std::fmt::Debug for dyn Sink {
@@ -94,7 +99,10 @@ impl SinkSet {
         }
     }
 
-    fn each(&mut self, stats: &Stats, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
+    /// Calls `f` on every working sink. A sink that fails is disabled, and the records it
+    /// had not stored yet are counted as lost; returns whether one failed.
+    fn each(&mut self, stats: &Stats, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) -> bool {
+        let mut failed = false;
         for slot in self.slots.iter_mut().filter(|s| !s.failed) {
             // A sink is user code running on a monitor thread: a panic in it disables that sink,
             // like an error, and never takes the monitor (or the program) down.
@@ -103,13 +111,19 @@ impl SinkSet {
                     .unwrap_or_else(|_| Err(io::Error::other("it panicked")));
             if let Err(e) = result {
                 slot.failed = true;
+                failed = true;
                 stats.sink_errors.fetch_add(1, Ordering::Relaxed);
+                let unsaved =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.sink.unsaved()))
+                        .unwrap_or(0);
+                stats.sink_lost.fetch_add(unsaved, Ordering::Relaxed);
                 eprintln!(
                     "gyr: sink `{}` failed: {e}; it receives no more events",
                     slot.sink.name()
                 );
             }
         }
+        failed
     }
 
     pub(crate) fn deliver(&mut self, batch: &Batch, stats: &Stats) {
@@ -126,7 +140,13 @@ impl SinkSet {
         }
         for (thread, range) in &batch.blocks {
             let bytes = &batch.bytes[range.clone()];
-            self.each(stats, |sink| sink.records(*thread, bytes));
+            let disabled = self.slots.iter().any(|s| s.failed);
+            // A block a sink did not take (disabled, or failing on it) is lost for that sink:
+            // counted once, however many sinks missed it.
+            if self.each(stats, |sink| sink.records(*thread, bytes)) || disabled {
+                let n = Records::new(*thread, bytes).count() as u64;
+                stats.sink_lost.fetch_add(n, Ordering::Relaxed);
+            }
         }
         stats.records.fetch_add(batch.records, Ordering::Relaxed);
     }
@@ -149,6 +169,8 @@ impl SinkSet {
 pub struct FileSink {
     writer: Option<TraceWriter<File>>,
     path: String,
+    /// Records in the chunk not yet written out.
+    unsaved: u64,
 }
 
 impl FileSink {
@@ -159,6 +181,7 @@ impl FileSink {
         Ok(FileSink {
             writer: Some(TraceWriter::new(file, header)?),
             path: path.display().to_string(),
+            unsaved: 0,
         })
     }
 
@@ -167,6 +190,24 @@ impl FileSink {
             .as_mut()
             .ok_or_else(|| io::Error::other("the trace file is already closed"))
     }
+
+    /// Runs `f` on the writer; `records` more records are unsaved until a chunk is written.
+    fn write(
+        &mut self,
+        records: u64,
+        f: impl FnOnce(&mut TraceWriter<File>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let w = self.writer()?;
+        let before = w.bytes_written();
+        f(w)?;
+        // A chunk written out holds everything given so far.
+        if w.bytes_written() != before {
+            self.unsaved = 0;
+        } else {
+            self.unsaved += records;
+        }
+        Ok(())
+    }
 }
 
 impl Sink for FileSink {
@@ -174,16 +215,22 @@ impl Sink for FileSink {
         &self.path
     }
     fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        self.writer()?.schema(schema)
+        self.write(0, |w| w.schema(schema))
     }
     fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
-        self.writer()?.thread(info)
+        self.write(0, |w| w.thread(info))
     }
     fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
-        self.writer()?.records(thread, records)
+        let n = Records::new(thread, records).count() as u64;
+        self.write(n, |w| w.records(thread, records))
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.writer()?.flush()
+        self.writer()?.flush()?;
+        self.unsaved = 0;
+        Ok(())
+    }
+    fn unsaved(&self) -> u64 {
+        self.unsaved
     }
     fn close(&mut self, end: &TraceEnd) -> io::Result<()> {
         match self.writer.take() {

@@ -421,4 +421,7 @@ fn a_panicking_sink_is_disabled_and_the_others_go_on() {
     let summary = rt.shutdown();
     assert_eq!(summary.sink_errors, 1);
     assert_eq!(mem.events("tick").len(), 20);
+    // It failed on the first records: it lost every record, and says so.
+    assert!(summary.records >= 20);
+    assert_eq!(summary.sink_lost, summary.records);
 }

@@ -10,6 +10,7 @@
 //! program while idle, and it never touches the program's threads: probes lock the steered
 //! object briefly, actuators wait for the program's synch points.
 
+mod authority;
 pub mod discovery;
 mod publish;
 mod service;
@@ -201,7 +202,10 @@ pub(crate) fn start(
                 let local_server = tonic::transport::Server::builder()
                     .add_service(service::server(local))
                     .serve_with_incoming_shutdown(
-                        tokio_stream::wrappers::UnixListenerStream::new(unix),
+                        tokio_stream::StreamExt::map(
+                            tokio_stream::wrappers::UnixListenerStream::new(unix),
+                            |c| c.map(authority::AnyAuthority::new),
+                        ),
                         shutdown,
                     );
                 let servers = async move {

@@ -4,7 +4,9 @@
 //!
 //! The push is one more subscriber of the fan-out, so it has the same guarantee: a slow or
 //! absent hub never slows the program; batches it could not take are counted and the count
-//! travels to the hub. A hub that is not there yet, or goes away, is retried every second.
+//! travels to the hub. A hub that is not there yet, or goes away, is retried every second;
+//! what the program emitted while a hub it had reached was away is counted too, and the count
+//! is the first batch the hub gets when it is back.
 
 use super::stream::Fanout;
 use gyr_proto::v1;
@@ -62,17 +64,28 @@ async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
         .await
         .map_err(|e| format!("{e} ({})", source_text(&e)))?;
     let mut client = GyrClient::new(channel);
-    // Subscribed only once connected: events from before reach the hub only through a trace
-    // file; the hub shows a program from when it joins.
-    let rx = fanout.subscribe(Vec::new(), Vec::new());
+    // Subscribed from the first connection on: events from before reach the hub only through
+    // a trace file (the hub shows a program from when it joins), but what a later outage
+    // costs is counted, and the count comes right after the hello.
+    let (rx, missed) = fanout.subscribe_publisher();
     let hello = tokio_stream::once(v1::PublishMessage {
         kind: Some(v1::publish_message::Kind::Hello(p.hello.clone())),
     });
-    let batches = tokio_stream::wrappers::ReceiverStream::new(rx)
-        .map_while(|item| item.ok())
-        .map(|b| v1::PublishMessage {
-            kind: Some(v1::publish_message::Kind::Batch(b)),
-        });
+    let missed = (missed > 0).then(|| v1::PublishMessage {
+        kind: Some(v1::publish_message::Kind::Batch(v1::EventBatch {
+            lost: missed,
+            ..Default::default()
+        })),
+    });
+    let batches = Unsent {
+        rx,
+        fanout: fanout.clone(),
+    }
+    .map_while(|item| item.ok())
+    .map(|b| v1::PublishMessage {
+        kind: Some(v1::publish_message::Kind::Batch(b)),
+    });
+    let hello = hello.chain(tokio_stream::iter(missed));
     let mut req = tonic::Request::new(hello.chain(batches));
     if let Some(t) = &p.token
         && let Ok(v) = format!("Bearer {t}").parse()
@@ -84,6 +97,45 @@ async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|s| s.message().to_owned())
+}
+
+/// The push's queue, as the request's stream: when the connection goes down with batches
+/// still queued, their records are counted as missed.
+struct Unsent {
+    rx: tokio::sync::mpsc::Receiver<Result<v1::EventBatch, tonic::Status>>,
+    fanout: Fanout,
+}
+
+impl tokio_stream::Stream for Unsent {
+    type Item = Result<v1::EventBatch, tonic::Status>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        self.rx.close();
+        let mut records = 0;
+        while let Ok(item) = self.rx.try_recv() {
+            if let Ok(b) = item {
+                records += b.lost
+                    + b.blocks
+                        .iter()
+                        .map(|k| {
+                            gyr_core::record::Records::new(k.thread, &k.records).count() as u64
+                        })
+                        .sum::<u64>();
+            }
+        }
+        if records > 0 {
+            self.fanout.publisher_missed(records);
+        }
+    }
 }
 
 fn source_text(e: &dyn std::error::Error) -> String {

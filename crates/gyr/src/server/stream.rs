@@ -28,6 +28,39 @@ struct Subscriber {
     pending_schemas: Vec<v1::Schema>,
     pending_threads: Vec<v1::ThreadInfo>,
     lost: u64,
+    /// The push to a hub: it stays subscribed while its connection is down, so what it could
+    /// not send meanwhile is counted, and the count reaches the hub when it is back.
+    publisher: bool,
+}
+
+impl Subscriber {
+    /// A subscriber's queue; its schemas and threads come first.
+    fn new(
+        st: &State,
+        types: Vec<String>,
+        threads: Vec<u64>,
+        publisher: bool,
+    ) -> (Self, Receiver<Item>) {
+        let (tx, rx) = channel(DEFAULT_SUBSCRIBER_QUEUE);
+        let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
+        let type_ids = st
+            .schemas
+            .iter()
+            .filter(|s| types.as_ref().is_none_or(|t| t.contains(&s.name)))
+            .map(|s| s.id)
+            .collect();
+        let sub = Subscriber {
+            tx,
+            type_ids,
+            threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
+            pending_schemas: st.schemas.iter().map(wire_schema).collect(),
+            pending_threads: st.threads.iter().map(wire_thread).collect(),
+            types,
+            lost: 0,
+            publisher,
+        };
+        (sub, rx)
+    }
 }
 
 #[derive(Default)]
@@ -56,26 +89,38 @@ impl Fanout {
 
     /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
     pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> Receiver<Item> {
-        let (tx, rx) = channel(DEFAULT_SUBSCRIBER_QUEUE);
         let mut st = self.lock();
-        let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
-        let type_ids = st
-            .schemas
-            .iter()
-            .filter(|s| types.as_ref().is_none_or(|t| t.contains(&s.name)))
-            .map(|s| s.id)
-            .collect();
-        let sub = Subscriber {
-            tx,
-            type_ids,
-            threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
-            pending_schemas: st.schemas.iter().map(wire_schema).collect(),
-            pending_threads: st.threads.iter().map(wire_thread).collect(),
-            types,
-            lost: 0,
-        };
+        let (sub, rx) = Subscriber::new(&st, types, threads, false);
         st.subscribers.push(sub);
         rx
+    }
+
+    /// The push to a hub, (re)connected: a queue of every event, starting with every schema
+    /// and thread (a new hub knows none), and the count of records emitted since the last
+    /// connection went down that it never got. The subscription outlives the connection.
+    pub(crate) fn subscribe_publisher(&self) -> (Receiver<Item>, u64) {
+        let mut st = self.lock();
+        let (mut sub, rx) = Subscriber::new(&st, Vec::new(), Vec::new(), true);
+        match st.subscribers.iter_mut().find(|s| s.publisher) {
+            Some(old) => {
+                sub.lost = 0;
+                let missed = std::mem::take(&mut old.lost);
+                *old = sub;
+                (rx, missed)
+            }
+            None => {
+                st.subscribers.push(sub);
+                (rx, 0)
+            }
+        }
+    }
+
+    /// Records the push had queued but never sent (its connection went down): counted with
+    /// the rest of what it missed.
+    pub(crate) fn publisher_missed(&self, records: u64) {
+        if let Some(p) = self.lock().subscribers.iter_mut().find(|s| s.publisher) {
+            p.lost += records;
+        }
     }
 }
 
@@ -133,8 +178,15 @@ impl Sink for FanoutSink {
         }
         // One copy of the block, shared by every subscriber that takes all types.
         let mut whole: Option<(gyr_proto::Bytes, u64)> = None;
+        let mut all: Option<u64> = None;
         st.subscribers.retain_mut(|sub| {
             if sub.threads.as_ref().is_some_and(|t| !t.contains(&thread)) {
+                return true;
+            }
+            if sub.publisher && sub.tx.is_closed() {
+                // The hub is away: count what it misses, for when it is back.
+                sub.lost +=
+                    *all.get_or_insert_with(|| Records::new(thread, records).count() as u64);
                 return true;
             }
             let (bytes, n) = if sub.types.is_none() {
@@ -187,6 +239,10 @@ impl Sink for FanoutSink {
                     true
                 }
                 Err(TrySendError::Full(Err(_))) => true,
+                Err(TrySendError::Closed(Ok(b))) if sub.publisher => {
+                    sub.lost += b.lost + n;
+                    true
+                }
                 Err(TrySendError::Closed(_)) => false,
             }
         });
