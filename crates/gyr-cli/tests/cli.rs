@@ -290,3 +290,30 @@ fn the_headless_demo_measures_md_before_and_after_balancing() {
     let o = gyr(&["demo", "--headless", "--duration", "1"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// What goes wrong with a trace file is said once, and says what it is: a directory, a
+/// concatenation of two traces.
+#[test]
+fn trace_file_mistakes_are_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gyr(&["trace", "stats", dir.path().to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(err.matches("Is a directory").count(), 1, "{err}");
+    assert!(err.contains(dir.path().to_str().unwrap()), "{err}");
+
+    let path = demo_trace(dir.path());
+    let one = std::fs::read(&path).unwrap();
+    let two = dir.path().join("two.gyr");
+    std::fs::write(&two, [one.clone(), one.clone()].concat()).unwrap();
+    let o = gyr(&["trace", "stats", two.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains(&format!(
+            "a second trace starts at byte {}: this file holds more than one trace (concatenated?)",
+            one.len()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("unreadable bytes"), "{err}");
+}
