@@ -317,3 +317,21 @@ fn trace_file_mistakes_are_named_once() {
     );
     assert!(!err.contains("unreadable bytes"), "{err}");
 }
+
+/// A file that is not a spec and has no end is refused at the size limit, as bad input.
+#[test]
+fn spec_without_end_is_refused_at_the_limit() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let o = gyr(&["spec", "/dev/zero"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "/dev/zero: the spec is larger than {} bytes (1 MiB)",
+            gyr_core::spec::MAX_SPEC_BYTES
+        )),
+        "{err}"
+    );
+}
