@@ -31,7 +31,11 @@ fuzz_target!(|data: &[u8]| {
         };
         // Kept registered for the whole run.
         std::mem::forget(steer::register("body", body).expect("registers once"));
-        std::mem::forget(steer::param("gain", 2.0f64).register().expect("registers once"));
+        std::mem::forget(
+            steer::param("gain", 2.0f64)
+                .register()
+                .expect("registers once"),
+        );
     });
     let Ok(text) = std::str::from_utf8(data) else {
         return;

@@ -3,8 +3,8 @@
 //! of stopping at the checksum.
 #![no_main]
 
-use gyr_core::trace::{CHUNK_MAGIC, Item, TraceReader, TraceWriter};
 use gyr_core::TraceHeader;
+use gyr_core::trace::{CHUNK_MAGIC, Item, TraceReader, TraceWriter};
 use libfuzzer_sys::fuzz_target;
 use std::io::Cursor;
 
