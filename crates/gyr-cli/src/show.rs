@@ -1,10 +1,57 @@
 //! How steering answers look on a terminal: objects, status, sensors, changes, log entries
 //! and live events. Shared by the one-shot commands, `gyr attach` and `gyr script`, so that a
 //! value reads the same everywhere.
+//!
+//! Every string a program (or its trace file) chose, such as names, command lines,
+//! descriptions and string values, goes through [`printable`] before it reaches a terminal in
+//! human form: a hostile program must not move the cursor, clear the screen or reverse text.
+//! JSON output needs no such step; JSON escaping applies there.
 
 pub(crate) use gyr_proto::events::{Event, EventDecoder};
 use gyr_proto::v1;
+use std::borrow::Cow;
 use std::fmt::Write;
+
+/// Whether `c` would act on a terminal or on how text around it is shown: control characters
+/// (escape sequences, carriage return, newline, ...), bidirectional marks and overrides
+/// (U+202E turns the rest of the line around), invisible separators and joiners.
+fn acts_on_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+/// Program-controlled text made safe to print: every character that would act on the terminal
+/// is shown as visible text in Rust's form, `\u{1b}`.
+pub(crate) fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(acts_on_terminal) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if acts_on_terminal(c) {
+            let _ = write!(out, "{}", c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A command line, its words made [`printable`] and joined by spaces.
+pub(crate) fn command_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| printable(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// An attribute or parameter type as users write it.
 pub(crate) fn attr_type(t: i32) -> &'static str {
@@ -13,22 +60,29 @@ pub(crate) fn attr_type(t: i32) -> &'static str {
 
 /// A value, or nothing.
 pub(crate) fn value(v: &Option<v1::Value>) -> String {
+    v.as_ref()
+        .map(|v| printable(&v.to_string()).into_owned())
+        .unwrap_or_default()
+}
+
+/// A value as it is, for JSON output (which escapes it itself).
+pub(crate) fn value_for_json(v: &Option<v1::Value>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_default()
 }
 
 /// `object.attribute`, or the object's name alone for a parameter.
 pub(crate) fn attr_path(o: &v1::ObjectInfo, a: &v1::AttrInfo) -> String {
     if o.is_param {
-        o.name.clone()
+        printable(&o.name).into_owned()
     } else {
-        format!("{}.{}", o.name, a.name)
+        format!("{}.{}", printable(&o.name), printable(&a.name))
     }
 }
 
 fn signature(op: &v1::OperationInfo) -> String {
     op.params
         .iter()
-        .map(|p| format!("{}: {}", p.name, attr_type(p.r#type)))
+        .map(|p| format!("{}: {}", printable(&p.name), attr_type(p.r#type)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -47,14 +101,14 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
         let desc = if o.description.is_empty() {
             String::new()
         } else {
-            format!("  -- {}", o.description)
+            format!("  -- {}", printable(&o.description))
         };
         let kind = if o.is_param { " (parameter)" } else { "" };
-        let _ = writeln!(out, "{}{kind}{desc}", o.name);
+        let _ = writeln!(out, "{}{kind}{desc}", printable(&o.name));
         for a in &o.attributes {
             let mut notes = Vec::new();
             if !a.unit.is_empty() {
-                notes.push(a.unit.clone());
+                notes.push(printable(&a.unit).into_owned());
             }
             if a.has_min || a.has_max {
                 let lo = if a.has_min {
@@ -73,7 +127,7 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
                 notes.push("read-only".into());
             }
             if !a.description.is_empty() {
-                notes.push(a.description.clone());
+                notes.push(printable(&a.description).into_owned());
             }
             let _ = writeln!(
                 out,
@@ -88,10 +142,10 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
             let _ = writeln!(
                 out,
                 "  {}.{}({})  [actuator] {}",
-                o.name,
-                op.name,
+                printable(&o.name),
+                printable(&op.name),
                 signature(op),
-                op.description
+                printable(&op.description)
             );
         }
     }
@@ -99,9 +153,9 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
         let _ = writeln!(
             out,
             "{}({})  [function] {}",
-            f.name,
+            printable(&f.name),
             signature(f),
-            f.description
+            printable(&f.description)
         );
     }
     out
@@ -110,12 +164,16 @@ pub(crate) fn objects(reply: &v1::ListObjectsReply, program: &str) -> String {
 /// A program's run state and counters.
 pub(crate) fn status(s: &v1::StatusReply) -> String {
     let mut out = String::new();
-    let state = s.state.as_ref().map(|x| x.text.as_str()).unwrap_or("?");
+    let state = printable(s.state.as_ref().map(|x| x.text.as_str()).unwrap_or("?"));
     let _ = writeln!(out, "program {}: {state}", s.pid);
-    let _ = writeln!(out, "  command   {}", s.command_line.join(" "));
+    let _ = writeln!(out, "  command   {}", command_line(&s.command_line));
     let _ = writeln!(out, "  events    {} recorded, {} lost", s.records, s.lost);
     for (name, n) in &s.synch_points {
-        let _ = writeln!(out, "  synch point {name}: reached {n} times while steered");
+        let _ = writeln!(
+            out,
+            "  synch point {}: reached {n} times while steered",
+            printable(name)
+        );
     }
     out
 }
@@ -139,7 +197,12 @@ pub(crate) fn sensors(reply: &v1::SensorsReply) -> String {
         let _ = writeln!(
             out,
             "{:<28} {:<18} {:<9} {:<8} {:<12} {:>10}",
-            s.type_name, s.instance, s.kind, state, s.rate, s.skipped
+            printable(&s.type_name),
+            printable(&s.instance),
+            printable(&s.kind),
+            state,
+            printable(&s.rate),
+            s.skipped
         );
     }
     out
@@ -149,7 +212,13 @@ pub(crate) fn sensors(reply: &v1::SensorsReply) -> String {
 pub(crate) fn changes(changes: &[v1::Change]) -> String {
     let mut out = String::new();
     for ch in changes {
-        let _ = writeln!(out, "{}: {} -> {}", ch.path, value(&ch.old), value(&ch.new));
+        let _ = writeln!(
+            out,
+            "{}: {} -> {}",
+            printable(&ch.path),
+            value(&ch.old),
+            value(&ch.new)
+        );
     }
     out
 }
@@ -159,14 +228,14 @@ pub(crate) fn log_entry(e: &v1::LogEntry) -> String {
     let err = if e.error.is_empty() {
         String::new()
     } else {
-        format!("  REFUSED: {}", e.error)
+        format!("  REFUSED: {}", printable(&e.error))
     };
     format!(
         "{:>6} {:>12.6}s  {:<28} {}{err}",
         e.seq,
         e.time_ns as f64 / 1e9,
-        e.who,
-        e.action
+        printable(&e.who),
+        printable(&e.action)
     )
 }
 
@@ -176,13 +245,13 @@ pub(crate) fn event_line(e: &Event) -> String {
     let body: Vec<String> = e
         .fields
         .iter()
-        .map(|(f, v)| format!("{f}: {}", compact(v)))
+        .map(|(f, v)| format!("{}: {}", printable(f), printable(&compact(v))))
         .collect();
     format!(
         "{:>14.9}  {:<12} {} {{ {} }}",
         e.t_ns as f64 / 1e9,
-        e.thread_name,
-        e.type_name,
+        printable(&e.thread_name),
+        printable(&e.type_name),
         body.join(", ")
     )
 }
@@ -242,8 +311,20 @@ fn compact(v: &gyr::gyr_core::Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::compact;
+    use super::{command_line, compact, printable};
     use gyr::gyr_core::Value;
+
+    #[test]
+    fn terminal_controls_are_shown_not_obeyed() {
+        assert_eq!(printable("plain é 名"), "plain é 名");
+        assert_eq!(printable("\x1b[2Jx"), "\\u{1b}[2Jx");
+        assert_eq!(printable("a\u{202e}b\rc\n"), "a\\u{202e}b\\u{d}c\\u{a}");
+        assert_eq!(printable("\u{9b}\u{7f}\u{2066}"), "\\u{9b}\\u{7f}\\u{2066}");
+        assert_eq!(
+            command_line(&["prog".into(), "--x=\x1b]0;t\x07".into()]),
+            "prog --x=\\u{1b}]0;t\\u{7}"
+        );
+    }
 
     #[test]
     fn floats_are_shortened_for_reading() {

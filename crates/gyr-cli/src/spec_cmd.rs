@@ -1,6 +1,7 @@
 //! `gyr spec FILE`: checks a sensor specification and prints its event types.
 
 use crate::Failure;
+use crate::show::printable;
 use gyr_core::spec::{SensorKind, Spec};
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ pub(crate) fn check(path: &Path) -> Result<ExitCode, Failure> {
             .unwrap_or_else(|| "variable size".into());
         println!("{kind:<9} {}  ({size})", schema);
         if let Some(d) = &s.description {
-            println!("          {d}");
+            println!("          {}", printable(d));
         }
     }
     println!("{}: {} sensors, valid", path.display(), spec.sensors.len());

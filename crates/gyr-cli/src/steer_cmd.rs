@@ -85,10 +85,10 @@ pub(crate) fn ps_hub(hub: &str, token: Option<String>) -> Result<ExitCode, Failu
             "{:>8}  {:<9} {:<8} {:>12} {:>6}  {}",
             p.pid,
             if p.alive { "running" } else { "ended" },
-            p.source,
+            show::printable(&p.source),
             p.events,
             p.lost,
-            p.command_line.join(" ")
+            show::command_line(&p.command_line)
         )
         .map_err(w)?;
     }
@@ -124,13 +124,15 @@ pub(crate) fn ps() -> Result<ExitCode, Failure> {
             .ok();
         let (state, records, lost) = match status {
             Some(s) => (
-                s.state.map(|s| s.text).unwrap_or_default(),
+                s.state
+                    .map(|s| show::printable(&s.text).into_owned())
+                    .unwrap_or_default(),
                 s.records.to_string(),
                 s.lost.to_string(),
             ),
             None => ("(not answering)".into(), String::new(), String::new()),
         };
-        let cmd = a.command_line.join(" ");
+        let cmd = show::command_line(&a.command_line);
         let tcp = a.tcp.map(|t| format!("  [tcp {t}]")).unwrap_or_default();
         writeln!(
             out,
@@ -157,7 +159,7 @@ pub(crate) fn get(t: Target, paths: Vec<String>, json: bool) -> Result<ExitCode,
             .map(|p| {
                 (
                     p.path.clone(),
-                    serde_json::Value::String(show::value(&p.value)),
+                    serde_json::Value::String(show::value_for_json(&p.value)),
                 )
             })
             .collect();
@@ -166,7 +168,11 @@ pub(crate) fn get(t: Target, paths: Vec<String>, json: bool) -> Result<ExitCode,
         print(&format!("{}\n", show::value(&values[0].value)))?;
     } else {
         for p in &values {
-            print(&format!("{} = {}\n", p.path, show::value(&p.value)))?;
+            print(&format!(
+                "{} = {}\n",
+                show::printable(&p.path),
+                show::value(&p.value)
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)

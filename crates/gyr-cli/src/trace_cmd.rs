@@ -1,6 +1,7 @@
 //! `gyr trace stats` and `gyr trace dump`.
 
 use crate::Failure;
+use crate::show::{command_line, printable};
 use anyhow::Context;
 use clap::Args;
 use gyr_core::trace::{Item, ReadSummary, TraceReader};
@@ -227,17 +228,19 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     writeln!(
         out,
         "process   {} on {}, gyr {}",
-        header.pid, header.host, header.gyr_version
+        header.pid,
+        printable(&header.host),
+        printable(&header.gyr_version)
     )?;
-    writeln!(out, "command   {}", header.command_line.join(" "))?;
+    writeln!(out, "command   {}", command_line(&header.command_line))?;
     writeln!(out, "started   {} (unix ns)", header.start_unix_ns)?;
     writeln!(
         out,
         "clock     {} at {:.3} GHz; sensor cost {:.1} ns/event; ring-full policy {}",
-        header.clock_source,
+        printable(&header.clock_source),
         header.ticks_per_second / 1e9,
         header.sensor_cost_ns,
-        header.policy
+        printable(&header.policy)
     )?;
     writeln!(
         out,
@@ -275,7 +278,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
             out,
             "{:>4}  {:<24} {:>12} {:>12.1} {:>12.6} {:>12.6}",
             id,
-            type_name(id),
+            printable(&type_name(id)),
             t.count,
             rate(t.count, duration_ns),
             secs(t.first.unwrap_or(0)),
@@ -295,7 +298,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
             out,
             "{:>4}  {:<20} {:>8} {:>12} {:>10.6} {:>10.6} {:>8} {:>11.3} ms",
             id,
-            info.map(|i| i.name.as_str()).unwrap_or("?"),
+            printable(info.map(|i| i.name.as_str()).unwrap_or("?")),
             info.map(|i| i.os_tid.to_string()).unwrap_or_default(),
             t.records,
             secs(t.first.unwrap_or(0)),
@@ -384,10 +387,12 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
                             .fields
                             .iter()
                             .zip(v)
-                            .map(|(f, v)| format!("{}: {v}", f.name))
+                            .map(|(f, v)| {
+                                format!("{}: {}", printable(&f.name), printable(&v.to_string()))
+                            })
                             .collect::<Vec<_>>()
                             .join(", "),
-                        (Err(e), _) => format!("<{e}>"),
+                        (Err(e), _) => format!("<{}>", printable(e)),
                         _ => String::new(),
                     };
                     let tn = threads
@@ -400,9 +405,9 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
                         "{:>14.9}  t{:<3} {:<12} #{:<8} {} {{ {} }}",
                         h.timestamp as f64 / 1e9,
                         record.thread,
-                        tn,
+                        printable(&tn),
                         h.seq,
-                        name,
+                        printable(name),
                         body
                     )
                 };

@@ -330,3 +330,103 @@ fn the_headless_demo_measures_md_before_and_after_balancing() {
     let o = gyr(&["demo", "--headless", "--duration", "1"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// What goes wrong with a trace file is said once, and says what it is: a directory, a
+/// concatenation of two traces.
+#[test]
+fn trace_file_mistakes_are_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gyr(&["trace", "stats", dir.path().to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(err.matches("Is a directory").count(), 1, "{err}");
+    assert!(err.contains(dir.path().to_str().unwrap()), "{err}");
+
+    let path = demo_trace(dir.path());
+    let one = std::fs::read(&path).unwrap();
+    let two = dir.path().join("two.gyr");
+    std::fs::write(&two, [one.clone(), one.clone()].concat()).unwrap();
+    let o = gyr(&["trace", "stats", two.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains(&format!(
+            "a second trace starts at byte {}: this file holds more than one trace (concatenated?)",
+            one.len()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("unreadable bytes"), "{err}");
+}
+
+/// A file that is not a spec and has no end is refused at the size limit, as bad input.
+#[test]
+fn spec_without_end_is_refused_at_the_limit() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let o = gyr(&["spec", "/dev/zero"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "/dev/zero: the spec is larger than {} bytes (1 MiB)",
+            gyr_core::spec::MAX_SPEC_BYTES
+        )),
+        "{err}"
+    );
+}
+
+/// A trace whose strings carry terminal controls (a screen clear, a right-to-left override):
+/// human output shows them as text, JSON carries them exactly.
+#[test]
+fn terminal_controls_in_a_trace_are_shown_not_obeyed() {
+    use gyr_core::record::push_record;
+    use gyr_core::value::encode;
+    use gyr_core::{Field, FieldType, Schema, ThreadInfo, TraceEnd, TraceHeader, TraceWriter};
+    let hostile = "evil\x1b[2J\u{202e}txt.exe";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.gyr");
+    let header = TraceHeader {
+        command_line: vec!["prog".into(), hostile.into()],
+        host: hostile.into(),
+        ..TraceHeader::default()
+    };
+    let schema = Schema::new(2, "note", vec![Field::new("text", FieldType::Str)]).unwrap();
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    w.schema(&schema).unwrap();
+    w.thread(&ThreadInfo {
+        id: 1,
+        name: hostile.into(),
+        os_tid: 9,
+    })
+    .unwrap();
+    let mut rec = Vec::new();
+    let payload = encode(&schema, &[gyr_core::Value::Str(hostile.into())]).unwrap();
+    push_record(&mut rec, 2, 1000, 1, 0, &payload);
+    w.records(1, &rec).unwrap();
+    std::fs::write(&path, w.finish(&TraceEnd::default()).unwrap()).unwrap();
+    let file = path.to_str().unwrap();
+
+    for args in [["trace", "stats", file], ["trace", "dump", file]] {
+        let o = gyr(&args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(
+            !out.contains('\x1b') && !out.contains('\u{202e}'),
+            "{args:?} printed a terminal control:\n{out:?}"
+        );
+        assert!(
+            out.contains("evil\\u{1b}[2J\\u{202e}txt.exe"),
+            "{args:?}:\n{out}"
+        );
+    }
+
+    let o = gyr(&["trace", "stats", file, "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stats["process"]["command_line"][1], hostile);
+    assert_eq!(stats["process"]["host"], hostile);
+    assert_eq!(stats["threads"][0]["name"], hostile);
+    let o = gyr(&["trace", "dump", file, "--json"]);
+    let line: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(line["fields"]["text"], hostile);
+}

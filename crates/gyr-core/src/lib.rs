@@ -16,6 +16,7 @@
     rust_2018_idioms
 )]
 
+mod chunk_scan;
 pub mod record;
 pub mod schema;
 pub mod spec;

@@ -308,14 +308,15 @@ impl Schema {
         if self.id == 0 {
             return Err(SchemaError::ZeroId(self.name.clone()));
         }
-        for (i, f) in self.fields.iter().enumerate() {
+        let mut seen = std::collections::HashSet::with_capacity(self.fields.len());
+        for f in &self.fields {
             if !valid_name(&f.name, &[]) {
                 return Err(SchemaError::BadFieldName {
                     event: self.name.clone(),
                     field: f.name.clone(),
                 });
             }
-            if self.fields[..i].iter().any(|g| g.name == f.name) {
+            if !seen.insert(f.name.as_str()) {
                 return Err(SchemaError::DuplicateField {
                     event: self.name.clone(),
                     field: f.name.clone(),

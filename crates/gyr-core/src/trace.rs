@@ -67,12 +67,13 @@
 //! assert!(r.summary().clean_end);
 //! ```
 
+use crate::chunk_scan::{Input, Scanner, plausible_header};
 use crate::record::{RecordRef, Records, stride};
 use crate::schema::{Schema, TypeId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -323,12 +324,14 @@ impl<W: Write> TraceWriter<W> {
 #[non_exhaustive]
 pub enum OpenError {
     /// The file could not be opened or read.
-    #[error("cannot read {path}: {source}")]
+    // The reason is part of the message, not a `source`: printing the error's chain would
+    // show it twice.
+    #[error("cannot read {path}: {error}")]
     Io {
         /// The path given.
         path: String,
         /// The operating system's error.
-        source: io::Error,
+        error: io::Error,
     },
     /// The file does not start with gyr's magic bytes.
     #[error(
@@ -394,6 +397,12 @@ pub enum Damage {
         /// What is wrong.
         what: String,
     },
+    /// Another trace starts here: the file holds more than one (they were concatenated). Its
+    /// chunks are read on as part of this one.
+    SecondTrace {
+        /// Where its preamble starts.
+        offset: u64,
+    },
     /// Records whose type has no schema in the file (their schema was in a lost chunk).
     UnknownType {
         /// The type id.
@@ -445,6 +454,11 @@ impl fmt::Display for Damage {
                     "chunk {chunk} at byte {offset} holds a malformed block ({what}); the rest of the chunk was skipped"
                 )
             }
+            Damage::SecondTrace { offset } => write!(
+                f,
+                "a second trace starts at byte {offset}: this file holds more than one trace \
+                 (concatenated?); its records are read as well, but keep one trace per file"
+            ),
             Damage::UnknownType { type_id, records } => {
                 write!(
                     f,
@@ -496,15 +510,16 @@ pub enum Item<'a> {
 /// Reads a trace file, recovering every complete, valid chunk.
 #[derive(Debug)]
 pub struct TraceReader<R> {
-    r: R,
+    input: Input<R>,
+    /// Where the next chunk should start.
     offset: u64,
-    len: u64,
     header: TraceHeader,
     schemas: HashMap<TypeId, Schema>,
     threads: HashMap<u64, ThreadInfo>,
     summary: ReadSummary,
     unknown: HashMap<TypeId, u64>,
     done: bool,
+    scanner: Scanner,
 }
 
 impl TraceReader<io::BufReader<std::fs::File>> {
@@ -512,9 +527,9 @@ impl TraceReader<io::BufReader<std::fs::File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| OpenError::Io {
+        let file = std::fs::File::open(path).map_err(|error| OpenError::Io {
             path: shown.clone(),
-            source,
+            error,
         })?;
         TraceReader::new(io::BufReader::with_capacity(1 << 20, file))
             .map_err(|e| e.with_path(&shown))
@@ -525,7 +540,7 @@ impl OpenError {
     fn with_path(self, p: &str) -> Self {
         let path = p.to_owned();
         match self {
-            OpenError::Io { source, .. } => OpenError::Io { path, source },
+            OpenError::Io { error, .. } => OpenError::Io { path, error },
             OpenError::NotATrace { .. } => OpenError::NotATrace { path },
             OpenError::UnsupportedVersion { version, .. } => {
                 OpenError::UnsupportedVersion { path, version }
@@ -535,18 +550,52 @@ impl OpenError {
     }
 }
 
-/// Reads as many bytes as are there, up to `buf.len()`.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+/// Reads chunk 0, right after the preamble; the inner error says what is wrong with it.
+fn read_header_chunk<R: Read + Seek>(input: &mut Input<R>) -> io::Result<Result<RawChunk, String>> {
+    let at = PREAMBLE_LEN as u64;
+    let file_len = input.len;
+    let mut h = [0u8; CHUNK_HEADER_LEN];
+    if input.read_at(at, &mut h)? < CHUNK_HEADER_LEN {
+        return Ok(Err(
+            "incomplete (the writer stopped while writing it)".into()
+        ));
     }
-    Ok(n)
+    if h[..4] != CHUNK_MAGIC {
+        return Ok(Err("missing (no chunk starts after the preamble)".into()));
+    }
+    let len = u64::from(u32::from_le_bytes(h[4..8].try_into().unwrap()));
+    if len as usize > MAX_CHUNK_PAYLOAD || !len.is_multiple_of(8) {
+        return Ok(Err(format!(
+            "damaged: its length field says {len} bytes, which no chunk has (a multiple of 8, \
+             at most {MAX_CHUNK_PAYLOAD}); the file has {file_len} bytes"
+        )));
+    }
+    let Some((len, crc, index)) = plausible_header(&h, at, file_len) else {
+        let present = file_len.saturating_sub(at + CHUNK_HEADER_LEN as u64);
+        return Ok(Err(format!(
+            "incomplete: its length field says {len} bytes but only {present} follow in the \
+             {file_len}-byte file (the writer stopped while writing it, or the length is damaged)"
+        )));
+    };
+    if index != 0 {
+        return Ok(Err("missing (the first chunk is not chunk 0)".into()));
+    }
+    let mut payload = vec![0u8; len as usize];
+    if input.read_at(at + CHUNK_HEADER_LEN as u64, &mut payload)? < payload.len() {
+        return Ok(Err(
+            "incomplete (the writer stopped while writing it)".into()
+        ));
+    }
+    if crc32fast::hash(&payload) != crc {
+        return Ok(Err(format!(
+            "corrupt: its {len} bytes do not match their checksum (the file has {file_len} bytes)"
+        )));
+    }
+    Ok(Ok(RawChunk {
+        index,
+        offset: at,
+        payload,
+    }))
 }
 
 struct RawChunk {
@@ -562,15 +611,14 @@ enum ChunkRead {
 
 impl<R: Read + Seek> TraceReader<R> {
     /// Starts reading a trace from `r`: checks the preamble and reads the header chunk.
-    pub fn new(mut r: R) -> Result<Self, OpenError> {
-        let io_err = |source| OpenError::Io {
+    pub fn new(r: R) -> Result<Self, OpenError> {
+        let io_err = |error| OpenError::Io {
             path: String::from("<input>"),
-            source,
+            error,
         };
-        let len = r.seek(SeekFrom::End(0)).map_err(io_err)?;
-        r.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let mut input = Input::new(r).map_err(io_err)?;
         let mut pre = [0u8; PREAMBLE_LEN];
-        let n = read_full(&mut r, &mut pre).map_err(io_err)?;
+        let n = input.read_at(0, &mut pre).map_err(io_err)?;
         if n < 8 || pre[..8] != FILE_MAGIC {
             return Err(OpenError::NotATrace {
                 path: String::from("<input>"),
@@ -589,38 +637,33 @@ impl<R: Read + Seek> TraceReader<R> {
                 version,
             });
         }
-        let mut reader = TraceReader {
-            r,
-            offset: PREAMBLE_LEN as u64,
-            len,
-            header: TraceHeader::default(),
-            schemas: HashMap::new(),
-            threads: HashMap::new(),
-            summary: ReadSummary::default(),
-            unknown: HashMap::new(),
-            done: false,
-        };
-        let bad = |what: &str| OpenError::BadHeader {
+        let bad = |what: String| OpenError::BadHeader {
             path: String::from("<input>"),
-            what: what.into(),
+            what,
         };
-        let chunk = match reader.read_chunk_at_offset().map_err(io_err)? {
-            Ok(c) if c.index == 0 => c,
-            Ok(_) => return Err(bad("missing (the first chunk is not chunk 0)")),
-            Err(Damage::Truncated { .. }) => {
-                return Err(bad("incomplete (the writer stopped while writing it)"));
-            }
-            Err(_) => return Err(bad("corrupt (checksum mismatch)")),
-        };
+        let chunk = read_header_chunk(&mut input)
+            .map_err(io_err)?
+            .map_err(bad)?;
         let body = match parse_blocks(&chunk.payload).next() {
             Some(Ok((KIND_HEADER, body))) => body,
-            _ => return Err(bad("malformed (no header block)")),
+            _ => return Err(bad("malformed (no header block)".into())),
         };
-        reader.header =
-            postcard::from_bytes(body).map_err(|_| bad("malformed (header does not decode)"))?;
-        reader.summary.chunks = 1;
-        reader.offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
-        Ok(reader)
+        let header = postcard::from_bytes(body)
+            .map_err(|_| bad("malformed (header does not decode)".into()))?;
+        Ok(TraceReader {
+            input,
+            offset: chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64,
+            header,
+            schemas: HashMap::new(),
+            threads: HashMap::new(),
+            summary: ReadSummary {
+                chunks: 1,
+                ..ReadSummary::default()
+            },
+            unknown: HashMap::new(),
+            done: false,
+            scanner: Scanner::default(),
+        })
     }
 
     /// The header of the process that wrote the trace.
@@ -643,133 +686,108 @@ impl<R: Read + Seek> TraceReader<R> {
         &self.summary
     }
 
-    /// Reads the chunk starting at `self.offset`. The outer error is an I/O failure; the inner
-    /// one says why the bytes there are not a valid chunk.
-    fn read_chunk_at_offset(&mut self) -> io::Result<Result<RawChunk, Damage>> {
-        let offset = self.offset;
-        self.r.seek(SeekFrom::Start(offset))?;
-        let mut h = [0u8; CHUNK_HEADER_LEN];
-        let n = read_full(&mut self.r, &mut h)?;
-        let index_guess = if n >= 16 {
-            u32::from_le_bytes(h[12..16].try_into().unwrap())
-        } else {
-            0
-        };
-        if n < CHUNK_HEADER_LEN {
-            return Ok(Err(Damage::Truncated {
-                chunk: index_guess,
-                offset,
-                present: n as u64,
-            }));
-        }
-        let len = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
-        if h[..4] != CHUNK_MAGIC || len > MAX_CHUNK_PAYLOAD || !len.is_multiple_of(8) {
-            return Ok(Err(Damage::Skipped { offset, len: 0 }));
-        }
-        let crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
-        let present = self.len.saturating_sub(offset + CHUNK_HEADER_LEN as u64);
-        if (present as usize) < len {
-            return Ok(Err(Damage::Truncated {
-                chunk: index_guess,
-                offset,
-                present: present + CHUNK_HEADER_LEN as u64,
-            }));
-        }
-        let mut payload = vec![0u8; len];
-        let got = read_full(&mut self.r, &mut payload)?;
-        if got < len {
-            return Ok(Err(Damage::Truncated {
-                chunk: index_guess,
-                offset,
-                present: got as u64,
-            }));
-        }
-        if crc32fast::hash(&payload) != crc {
-            return Ok(Err(Damage::BadChecksum {
-                chunk: index_guess,
-                offset,
-            }));
-        }
-        Ok(Ok(RawChunk {
-            index: index_guess,
-            offset,
-            payload,
-        }))
+    /// Bytes read from the input so far: the measure of the reader's work. Each byte is
+    /// checksummed once however the file is damaged, so this stays within a small multiple of
+    /// the file's size.
+    pub fn bytes_examined(&self) -> u64 {
+        self.input.examined
     }
 
-    /// Scans forward from `from` for the next offset holding a valid chunk.
-    fn resync(&mut self, from: u64) -> io::Result<Option<u64>> {
-        let mut pos = from;
-        let mut window = vec![0u8; 1 << 16];
-        while pos + CHUNK_HEADER_LEN as u64 <= self.len {
-            self.r.seek(SeekFrom::Start(pos))?;
-            let n = read_full(&mut self.r, &mut window)?;
-            if n < 4 {
-                break;
+    /// Says what is wrong at `at`, where no valid chunk starts; the next valid chunk is at
+    /// `next` (or none follows).
+    fn damage_at(&mut self, at: u64, next: Option<u64>) -> io::Result<()> {
+        let len = self.input.len;
+        // A preamble right before the next chunk: another trace was appended to this one.
+        let mut second = None;
+        if let Some(next) = next.filter(|&n| n >= at + PREAMBLE_LEN as u64) {
+            let mut magic = [0u8; 8];
+            let start = next - PREAMBLE_LEN as u64;
+            if self.input.read_at(start, &mut magic)? == 8 && magic == FILE_MAGIC {
+                second = Some(start);
             }
-            let mut i = 0;
-            while i + 4 <= n {
-                if window[i..i + 4] == CHUNK_MAGIC {
-                    let candidate = pos + i as u64;
-                    let saved = self.offset;
-                    self.offset = candidate;
-                    let ok = self.read_chunk_at_offset()?.is_ok();
-                    self.offset = saved;
-                    if ok {
-                        return Ok(Some(candidate));
-                    }
-                }
-                i += 8;
-            }
-            pos += (n.saturating_sub(4) as u64).max(8) & !7;
         }
-        Ok(None)
+        let stop = second.or(next).unwrap_or(len);
+        if stop > at {
+            let mut h = [0u8; CHUNK_HEADER_LEN];
+            let n = self.input.read_at(at, &mut h)?;
+            let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
+            let damage = if n < CHUNK_HEADER_LEN {
+                Damage::Truncated {
+                    chunk: 0,
+                    offset: at,
+                    present: n as u64,
+                }
+            } else if h[..4] != CHUNK_MAGIC
+                || word(4) as usize > MAX_CHUNK_PAYLOAD
+                || !word(4).is_multiple_of(8)
+            {
+                Damage::Skipped {
+                    offset: at,
+                    len: stop - at,
+                }
+            } else if at + (CHUNK_HEADER_LEN as u64) + u64::from(word(4)) > stop
+                && (next.is_none() || second.is_some())
+            {
+                // The trace ends inside this chunk: the file's end, or where the next trace
+                // starts.
+                Damage::Truncated {
+                    chunk: word(12),
+                    offset: at,
+                    present: stop - at,
+                }
+            } else {
+                // A chunk whose end lies beyond a later valid chunk was damaged in place, not
+                // cut off.
+                Damage::BadChecksum {
+                    chunk: word(12),
+                    offset: at,
+                }
+            };
+            self.summary.damage.push(damage);
+        }
+        if let Some(offset) = second {
+            self.summary.damage.push(Damage::SecondTrace { offset });
+        }
+        Ok(())
     }
 
     fn next_chunk(&mut self) -> io::Result<ChunkRead> {
         loop {
-            if self.done || self.offset >= self.len {
+            if self.done || self.offset >= self.input.len {
                 return Ok(ChunkRead::End);
             }
-            match self.read_chunk_at_offset()? {
-                Ok(chunk) => {
-                    self.offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
-                    self.summary.chunks += 1;
-                    return Ok(ChunkRead::Chunk(chunk));
-                }
-                Err(damage) => {
-                    let at = self.offset;
-                    // Chunks start on 8-byte boundaries: resume the scan at the next one.
-                    match self.resync(at + 8)? {
-                        Some(next) => {
-                            match damage {
-                                Damage::Skipped { .. } => {
-                                    self.summary.damage.push(Damage::Skipped {
-                                        offset: at,
-                                        len: next - at,
-                                    })
-                                }
-                                // A chunk whose end lies beyond a later valid chunk was damaged
-                                // in place, not cut off.
-                                Damage::Truncated { chunk, offset, .. } => self
-                                    .summary
-                                    .damage
-                                    .push(Damage::BadChecksum { chunk, offset }),
-                                other => self.summary.damage.push(other),
-                            }
-                            self.offset = next;
-                        }
+            let at = self.offset;
+            match self.scanner.first_valid(&mut self.input, at)? {
+                Some((found, payload)) if found.offset == at => {
+                    let payload = match payload {
+                        Some(p) => p,
                         None => {
-                            self.summary.damage.push(match damage {
-                                Damage::Skipped { offset, .. } => Damage::Skipped {
-                                    offset,
-                                    len: self.len - offset,
-                                },
-                                other => other,
-                            });
-                            self.done = true;
+                            let mut p = vec![0u8; found.len as usize];
+                            let got = self.input.read_at(at + CHUNK_HEADER_LEN as u64, &mut p)?;
+                            if got < p.len() {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::UnexpectedEof,
+                                    "the file shrank while it was read",
+                                ));
+                            }
+                            p
                         }
-                    }
+                    };
+                    self.offset = at + (CHUNK_HEADER_LEN + payload.len()) as u64;
+                    self.summary.chunks += 1;
+                    return Ok(ChunkRead::Chunk(RawChunk {
+                        index: found.index,
+                        offset: at,
+                        payload,
+                    }));
+                }
+                Some((found, _)) => {
+                    self.damage_at(at, Some(found.offset))?;
+                    self.offset = found.offset;
+                }
+                None => {
+                    self.damage_at(at, None)?;
+                    self.done = true;
                 }
             }
         }

@@ -377,3 +377,180 @@ fn golden_v1() -> Vec<u8> {
     })
     .unwrap()
 }
+
+/// The chunks of a trace file: `(offset, total length)` of each, header included.
+fn chunk_spans(file: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut at = 16usize;
+    while at < file.len() {
+        let len = 16 + u32::from_le_bytes(file[at + 4..at + 8].try_into().unwrap()) as usize;
+        spans.push((at, len));
+        at += len;
+    }
+    spans
+}
+
+/// A chunk header claiming the rest of the file, whose checksum is wrong.
+fn fake_header(at: usize, file_len: usize) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[..4].copy_from_slice(b"GYRC");
+    h[4..8].copy_from_slice(&((file_len - at - 16) as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+    h[12..16].copy_from_slice(&7u32.to_le_bytes());
+    h
+}
+
+/// A header every 16 bytes, each claiming the rest of the file: checking each by hashing its
+/// payload would cost the square of the file's size. The reader's work stays linear.
+#[test]
+fn crafted_headers_to_the_end_cost_linear_work() {
+    let mut file = TraceWriter::new(Vec::new(), &TraceHeader::for_this_process())
+        .unwrap()
+        .finish(&TraceEnd::default())
+        .unwrap();
+    let start = chunk_spans(&file)[0].1 + 16;
+    file.truncate(start);
+    let total = 4 << 20;
+    file.resize(total, 0);
+    for at in (start..total - 16).step_by(16) {
+        file[at..at + 16].copy_from_slice(&fake_header(at, total));
+    }
+    let mut r = TraceReader::new(Cursor::new(file)).unwrap();
+    let mut records = 0;
+    r.for_each_item(|_| records += 1);
+    assert_eq!(records, 0);
+    assert!(r.summary().is_corrupt());
+    let examined = r.bytes_examined();
+    assert!(
+        examined <= 3 * total as u64,
+        "{examined} bytes examined for a {total}-byte file"
+    );
+}
+
+/// Crafted headers claiming the rest of the file between real chunks: every real chunk is
+/// still read, each fake one is reported, and the work stays linear.
+#[test]
+fn crafted_headers_between_real_chunks_cost_linear_work() {
+    let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();
+    let events: Vec<(usize, u64, Vec<Value>)> =
+        (0..2000).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
+    let real = write_trace(std::slice::from_ref(&schema), &events, 1);
+    let spans = chunk_spans(&real);
+    let mut file = real[..16].to_vec();
+    let mut fakes = Vec::new();
+    for (k, &(at, len)) in spans.iter().enumerate() {
+        if k >= 2 {
+            fakes.push(file.len());
+            file.extend_from_slice(&[0; 16]);
+        }
+        file.extend_from_slice(&real[at..at + len]);
+    }
+    let total = file.len();
+    for &at in &fakes {
+        file[at..at + 16].copy_from_slice(&fake_header(at, total));
+    }
+    let (got, summary) = read_all(file.clone());
+    assert_eq!(got.len(), events.len());
+    assert_eq!(summary.damage.len(), fakes.len());
+    assert!(
+        summary
+            .damage
+            .iter()
+            .all(|d| matches!(d, Damage::BadChecksum { .. }))
+    );
+    let mut r = TraceReader::new(Cursor::new(file)).unwrap();
+    r.for_each_item(|_| {});
+    let examined = r.bytes_examined();
+    assert!(
+        examined <= 4 * total as u64,
+        "{examined} bytes examined for a {total}-byte file"
+    );
+}
+
+/// A clean file is read once: the scan for chunks and the decoding share their reads.
+#[test]
+fn a_clean_file_is_read_once() {
+    let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();
+    let events: Vec<(usize, u64, Vec<Value>)> =
+        (0..500).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
+    let file = write_trace(std::slice::from_ref(&schema), &events, 256);
+    let total = file.len() as u64;
+    let mut r = TraceReader::new(Cursor::new(file)).unwrap();
+    r.for_each_item(|_| {});
+    assert!(r.summary().damage.is_empty());
+    assert!(r.bytes_examined() <= total + 64, "{}", r.bytes_examined());
+}
+
+/// Two traces in one file (`cat a.gyr b.gyr`): said in so many words, and both are read.
+#[test]
+fn a_second_trace_in_the_file_is_named() {
+    let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();
+    let a_events: Vec<(usize, u64, Vec<Value>)> =
+        (0..5).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
+    let b_events: Vec<(usize, u64, Vec<Value>)> =
+        (0..7).map(|i| (0, 2, vec![Value::UInt(i)])).collect();
+    let a = write_trace(std::slice::from_ref(&schema), &a_events, 64);
+    let b = write_trace(std::slice::from_ref(&schema), &b_events, 64);
+    let (got, summary) = read_all([a.clone(), b.clone()].concat());
+    assert_eq!(got.len(), 12);
+    assert_eq!(
+        summary.damage,
+        vec![Damage::SecondTrace {
+            offset: a.len() as u64
+        }]
+    );
+    let shown = summary.damage[0].to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "a second trace starts at byte {}: this file holds more than one trace (concatenated?)",
+            a.len()
+        )),
+        "{shown}"
+    );
+    // The first trace cut off (chunks start on 8-byte boundaries), then a second one: a cut-off
+    // tail, then the second trace.
+    let cut = a.len() - 8;
+    let (got, summary) = read_all([a[..cut].to_vec(), b].concat());
+    assert_eq!(
+        got.len(),
+        5 + 7,
+        "only the end chunk of the first trace is cut"
+    );
+    assert!(
+        matches!(
+            summary.damage.as_slice(),
+            [Damage::Truncated { .. }, Damage::SecondTrace { offset }] if *offset == cut as u64
+        ),
+        "{:?}",
+        summary.damage
+    );
+}
+
+/// A bad length in the header chunk is named as such, with the length and the file's size.
+#[test]
+fn a_bad_length_in_chunk_0_is_named() {
+    let file = TraceWriter::new(Vec::new(), &TraceHeader::for_this_process())
+        .unwrap()
+        .finish(&TraceEnd::default())
+        .unwrap();
+    let size = file.len();
+    for (len, says) in [
+        (13u32, "its length field says 13 bytes, which no chunk has"),
+        (
+            1 << 31,
+            "its length field says 2147483648 bytes, which no chunk has",
+        ),
+        (1 << 20, "its length field says 1048576 bytes but only"),
+    ] {
+        let mut bad = file.clone();
+        bad[20..24].copy_from_slice(&len.to_le_bytes());
+        let err = TraceReader::new(Cursor::new(bad)).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
+        assert!(
+            err.contains(&format!("{size}-byte file"))
+                || err.contains(&format!("the file has {size} bytes")),
+            "{err}"
+        );
+        assert!(!err.contains("checksum"), "{err}");
+    }
+}

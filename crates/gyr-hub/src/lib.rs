@@ -19,6 +19,8 @@ mod web;
 
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
+#[doc(hidden)]
+pub use web::{PageCommand, PageMessage, SteerAction, parse_page_command};
 
 use gyr_proto::listen::{ConnectionCounts, GuardedListener};
 use gyr_proto::v1;

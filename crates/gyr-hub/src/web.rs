@@ -324,22 +324,171 @@ fn text_arg(v: &Json) -> v1::Value {
     }
 }
 
+/// One message from a page, parsed before anything is done: the id its reply carries, and
+/// what it asks for (or why it is not a command).
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageMessage {
+    /// The page's `id`, echoed in the reply (`null` if none).
+    pub id: Json,
+    /// The command, or why the message is not one.
+    pub command: Result<PageCommand, String>,
+}
+
+/// What a page asks the hub to do.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum PageCommand {
+    /// Play, pause, speed or seek the replay: any page may.
+    Replay {
+        /// `play`, `pause`, `speed`, `seek`.
+        action: String,
+        /// The speed or position.
+        value: Option<f64>,
+    },
+    /// Change a program: only pages with the steer token may.
+    Steer {
+        /// The program, if the message names one.
+        pid: Option<u32>,
+        /// What to do to it, or why that cannot be understood (said once the program is
+        /// known to be reachable, so that an unreachable program is named first).
+        action: Result<SteerAction, String>,
+    },
+}
+
+/// A change a page asks of a program.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum SteerAction {
+    /// Write one attribute or parameter.
+    Set(v1::SetRequest),
+    /// Run an actuator or function.
+    Call(v1::CallRequest),
+    /// Pause, resume, step, run until.
+    Control(v1::ControlRequest),
+    /// Switch or rate-limit sensors; `label` says what was done, for the reply.
+    Sensor {
+        /// The request to the program.
+        request: v1::SensorControlRequest,
+        /// `TYPE SETTING`, or `all sensors SETTING`.
+        label: String,
+    },
+}
+
+/// Parses one page message. Pure: it touches no program and no hub state.
+#[doc(hidden)]
+pub fn parse_page_command(text: &str) -> PageMessage {
+    let cmd: Json = match serde_json::from_str(text) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            return PageMessage {
+                id: Json::Null,
+                command: Err(format!("not a JSON command: {e}")),
+            };
+        }
+    };
+    let id = cmd.get("id").cloned().unwrap_or(Json::Null);
+    let command = if cmd["op"] == "replay" {
+        Ok(PageCommand::Replay {
+            action: cmd["action"].as_str().unwrap_or("").to_owned(),
+            value: cmd["value"].as_f64(),
+        })
+    } else {
+        Ok(PageCommand::Steer {
+            pid: cmd["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
+            action: steer_action(&cmd),
+        })
+    };
+    PageMessage { id, command }
+}
+
+fn steer_action(cmd: &Json) -> Result<SteerAction, String> {
+    match cmd["op"].as_str().unwrap_or("") {
+        "set" => {
+            let path = cmd["path"].as_str().ok_or("set needs a path")?;
+            Ok(SteerAction::Set(v1::SetRequest {
+                writes: vec![v1::PathValue {
+                    path: path.to_owned(),
+                    value: Some(text_arg(&cmd["value"])),
+                }],
+            }))
+        }
+        "call" => {
+            let target = cmd["target"].as_str().ok_or("call needs a target")?;
+            let args = cmd["args"]
+                .as_array()
+                .map(|a| a.iter().map(text_arg).collect())
+                .unwrap_or_default();
+            Ok(SteerAction::Call(v1::CallRequest {
+                target: target.to_owned(),
+                args,
+                timeout_ms: 5000,
+            }))
+        }
+        "control" => {
+            use v1::control_request::Action;
+            let action = match cmd["action"].as_str().unwrap_or("") {
+                "pause" => Action::Pause,
+                "resume" => Action::Resume,
+                "step" => Action::Step,
+                "run-until" => Action::RunUntil,
+                other => return Err(format!("unknown control action `{other}`")),
+            };
+            Ok(SteerAction::Control(v1::ControlRequest {
+                action: action as i32,
+                steps: cmd["steps"].as_u64().unwrap_or(1),
+                until: cmd["until"].as_str().unwrap_or("").to_owned(),
+            }))
+        }
+        "sensor" => {
+            use v1::sensor_control_request::Scope;
+            let ty = cmd["type"].as_str().unwrap_or("");
+            let mut request = v1::SensorControlRequest {
+                scope: if ty.is_empty() {
+                    Scope::Global
+                } else {
+                    Scope::Type
+                } as i32,
+                name: ty.to_owned(),
+                ..Default::default()
+            };
+            let setting = cmd["setting"].as_str().unwrap_or("");
+            match setting.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["on"] => request.enabled = Some(true),
+                ["off"] => request.enabled = Some(false),
+                ["all"] => request.every_nth = Some(1),
+                ["every", n] => {
+                    request.every_nth = Some(n.parse().map_err(|_| "every needs a whole number")?)
+                }
+                ["rate", r] => {
+                    request.per_second = Some(r.parse().map_err(|_| "rate needs a number")?)
+                }
+                _ => {
+                    return Err(format!(
+                        "`{setting}` is not a sensor setting: on, off, all, every N, rate R"
+                    ));
+                }
+            }
+            let label = format!(
+                "{} {setting}",
+                if ty.is_empty() { "all sensors" } else { ty }
+            );
+            Ok(SteerAction::Sensor { request, label })
+        }
+        other => Err(format!(
+            "unknown command `{other}`: set, call, control or sensor"
+        )),
+    }
+}
+
 /// Runs one command from a page and says how it went: `{t: "reply", id, ok, result | error}`.
 pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> Json {
-    let parsed: Result<Json, _> = serde_json::from_str(text);
-    let (id, result) = match parsed {
-        Err(e) => (Json::Null, Err(format!("not a JSON command: {e}"))),
-        Ok(cmd) => {
-            let id = cmd.get("id").cloned().unwrap_or(Json::Null);
-            let r = if cmd["op"] == "replay" {
-                replay_command(shared, &cmd)
-            } else if steer {
-                run(shared, &cmd).await
-            } else {
-                Err("this page has a watch-only token: open it with the hub's steer token to change programs".to_owned())
-            };
-            (id, r)
-        }
+    let PageMessage { id, command } = parse_page_command(text);
+    let result = match command {
+        Err(e) => Err(e),
+        Ok(PageCommand::Replay { action, value }) => replay_command(shared, &action, value),
+        Ok(PageCommand::Steer { pid, action }) if steer => run(shared, pid, action).await,
+        Ok(PageCommand::Steer { .. }) => Err("this page has a watch-only token: open it with the hub's steer token to change programs".to_owned()),
     };
     match result {
         Ok(r) => json!({"t": "reply", "id": id, "ok": true, "result": r}),
@@ -348,20 +497,20 @@ pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> Json {
 }
 
 /// Play, pause, speed, seek: what pages see changes for every page, so any page may do it.
-fn replay_command(shared: &Shared, cmd: &Json) -> Result<String, String> {
+fn replay_command(shared: &Shared, action: &str, value: Option<f64>) -> Result<String, String> {
     let r = shared
         .replay
         .as_ref()
         .ok_or("the hub is not replaying: replay commands need `gyr hub --replay FILE...`")?;
-    r.command(cmd["action"].as_str().unwrap_or(""), cmd["value"].as_f64())
+    r.command(action, value)
 }
 
-async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
-    let op = cmd["op"].as_str().unwrap_or("");
-    let pid = cmd["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .ok_or("the command names no program (pid)")?;
+async fn run(
+    shared: &Shared,
+    pid: Option<u32>,
+    action: Result<SteerAction, String>,
+) -> Result<String, String> {
+    let pid = pid.ok_or("the command names no program (pid)")?;
     let pc = shared.clients().get(&pid).cloned().ok_or_else(|| {
         let m = shared.lock();
         match m.processes.get(&pid) {
@@ -378,23 +527,9 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
     let mut c = pc.inner.clone();
     let who = "gyr-web";
     let s = |e: tonic::Status| e.message().to_owned();
-    match op {
-        "set" => {
-            let path = cmd["path"].as_str().ok_or("set needs a path")?;
-            let value = text_arg(&cmd["value"]);
-            let r = c
-                .set(pc.req(
-                    v1::SetRequest {
-                        writes: vec![v1::PathValue {
-                            path: path.to_owned(),
-                            value: Some(value),
-                        }],
-                    },
-                    who,
-                ))
-                .await
-                .map_err(s)?
-                .into_inner();
+    match action? {
+        SteerAction::Set(req) => {
+            let r = c.set(pc.req(req, who)).await.map_err(s)?.into_inner();
             Ok(r.changes
                 .iter()
                 .map(|ch| {
@@ -408,84 +543,17 @@ async fn run(shared: &Shared, cmd: &Json) -> Result<String, String> {
                 .collect::<Vec<_>>()
                 .join("; "))
         }
-        "call" => {
-            let target = cmd["target"].as_str().ok_or("call needs a target")?;
-            let args = cmd["args"]
-                .as_array()
-                .map(|a| a.iter().map(text_arg).collect())
-                .unwrap_or_default();
-            let r = c
-                .call(pc.req(
-                    v1::CallRequest {
-                        target: target.to_owned(),
-                        args,
-                        timeout_ms: 5000,
-                    },
-                    who,
-                ))
-                .await
-                .map_err(s)?
-                .into_inner();
+        SteerAction::Call(req) => {
+            let r = c.call(pc.req(req, who)).await.map_err(s)?.into_inner();
             Ok(r.result.map(|v| v.to_string()).unwrap_or_default())
         }
-        "control" => {
-            use v1::control_request::Action;
-            let action = match cmd["action"].as_str().unwrap_or("") {
-                "pause" => Action::Pause,
-                "resume" => Action::Resume,
-                "step" => Action::Step,
-                "run-until" => Action::RunUntil,
-                other => return Err(format!("unknown control action `{other}`")),
-            };
-            let r = c
-                .control(pc.req(
-                    v1::ControlRequest {
-                        action: action as i32,
-                        steps: cmd["steps"].as_u64().unwrap_or(1),
-                        until: cmd["until"].as_str().unwrap_or("").to_owned(),
-                    },
-                    who,
-                ))
-                .await
-                .map_err(s)?
-                .into_inner();
+        SteerAction::Control(req) => {
+            let r = c.control(pc.req(req, who)).await.map_err(s)?.into_inner();
             Ok(r.state.map(|s| s.text).unwrap_or_default())
         }
-        "sensor" => {
-            use v1::sensor_control_request::Scope;
-            let ty = cmd["type"].as_str().unwrap_or("");
-            let mut req = v1::SensorControlRequest {
-                scope: if ty.is_empty() {
-                    Scope::Global
-                } else {
-                    Scope::Type
-                } as i32,
-                name: ty.to_owned(),
-                ..Default::default()
-            };
-            let setting = cmd["setting"].as_str().unwrap_or("");
-            match setting.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["on"] => req.enabled = Some(true),
-                ["off"] => req.enabled = Some(false),
-                ["all"] => req.every_nth = Some(1),
-                ["every", n] => {
-                    req.every_nth = Some(n.parse().map_err(|_| "every needs a whole number")?)
-                }
-                ["rate", r] => req.per_second = Some(r.parse().map_err(|_| "rate needs a number")?),
-                _ => {
-                    return Err(format!(
-                        "`{setting}` is not a sensor setting: on, off, all, every N, rate R"
-                    ));
-                }
-            }
-            c.sensor_control(pc.req(req, who)).await.map_err(s)?;
-            Ok(format!(
-                "{} {setting}",
-                if ty.is_empty() { "all sensors" } else { ty }
-            ))
+        SteerAction::Sensor { request, label } => {
+            c.sensor_control(pc.req(request, who)).await.map_err(s)?;
+            Ok(label)
         }
-        other => Err(format!(
-            "unknown command `{other}`: set, call, control or sensor"
-        )),
     }
 }

@@ -57,7 +57,8 @@ impl DynamicSensor {
     }
 }
 
-/// Registers every sensor of the spec file at `path`.
+/// Registers every sensor of the spec file at `path` (at most
+/// [`MAX_SPEC_BYTES`](gyr_core::spec::MAX_SPEC_BYTES) long; a longer one is refused).
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
