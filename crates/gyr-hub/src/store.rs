@@ -4,7 +4,8 @@
 //!
 //! Writing happens on a thread of its own behind a bounded queue, so a slow disk never slows
 //! the hub's analyses: a batch that finds the queue full is dropped from the file and counted,
-//! the count is written in the file's end block, and the hub shows it. A file is always
+//! the count is written in the file's end block (and per thread as `gyr.lost` records, as a
+//! program's own trace does), and the hub shows it. A file is always
 //! readable on its own: the first batch queued for a program, and the first after any drop,
 //! carries the program's whole description (schemas and threads), and the file is closed only
 //! once the program is gone and its last stream has delivered its last batch.
@@ -45,6 +46,8 @@ enum Msg {
         batch: Arc<v1::EventBatch>,
         /// Events of this program missing from the file before this batch.
         lost: u64,
+        /// The dropped ones, by thread, for `gyr.lost` records.
+        ranges: Vec<Lost>,
     },
     /// The program is gone and its streams ended: its file is closed.
     Ended {
@@ -52,7 +55,18 @@ enum Msg {
         header: Arc<TraceHeader>,
         description: Option<Description>,
         lost: u64,
+        ranges: Vec<Lost>,
     },
+}
+
+/// Events of a thread dropped from the file: sequence numbers `from..=to`, the last at `ts`.
+#[derive(Debug)]
+struct Lost {
+    thread: u64,
+    count: u64,
+    from: u64,
+    to: u64,
+    ts: u64,
 }
 
 /// What the hub side knows of a program's file.
@@ -62,6 +76,7 @@ struct Program {
     /// Events missing from the file and not yet told to the writer: dropped here, or lost on
     /// the way to the hub in a batch dropped here.
     lost: u64,
+    ranges: Vec<Lost>,
     /// Whether the writer has been given the description since the last drop.
     described: bool,
 }
@@ -131,6 +146,7 @@ impl Store {
         let prog = programs.entry(key).or_insert_with(|| Program {
             header: Arc::new(header(p)),
             lost: 0,
+            ranges: Vec::new(),
             described: false,
         });
         // Only this function adds to `queued`, under the lock: the check cannot be overtaken.
@@ -142,11 +158,15 @@ impl Store {
                 description: (!prog.described).then(|| description(p)),
                 batch: batch.clone(),
                 lost: prog.lost,
+                ranges: std::mem::take(&mut prog.ranges),
             };
             match tx.send(msg) {
                 Ok(()) => true,
-                Err(_) => {
+                Err(e) => {
                     self.queued.fetch_sub(1, Ordering::AcqRel);
+                    if let Msg::Batch { ranges, .. } = e.0 {
+                        prog.ranges = ranges;
+                    }
                     false
                 }
             }
@@ -155,12 +175,28 @@ impl Store {
             prog.lost = 0;
             prog.described = true;
         } else {
-            let n: u64 = batch
-                .blocks
-                .iter()
-                .filter_map(|b| scan(&b.records))
-                .map(|(n, _)| n)
-                .sum();
+            let mut n = 0;
+            for b in &batch.blocks {
+                let Some(sc) = scan(&b.records).filter(|sc| sc.n > 0) else {
+                    continue;
+                };
+                n += sc.n;
+                match prog.ranges.iter_mut().find(|r| r.thread == b.thread) {
+                    // The thread's sequence numbers follow on: one range.
+                    Some(r) if sc.first_seq == r.to + 1 => {
+                        r.count += sc.n;
+                        r.to = sc.last_seq;
+                        r.ts = sc.end;
+                    }
+                    _ => prog.ranges.push(Lost {
+                        thread: b.thread,
+                        count: sc.n,
+                        from: sc.first_seq,
+                        to: sc.last_seq,
+                        ts: sc.end,
+                    }),
+                }
+            }
             prog.lost += n + batch.lost;
             // The dropped batch may have brought schemas or threads the writer has not seen.
             prog.described = false;
@@ -172,18 +208,19 @@ impl Store {
     /// with every loss not yet told to the writer.
     pub(crate) fn ended(&self, p: &Process) {
         let mut programs = self.programs();
-        if let Some(prog) = programs.remove(&(p.pid, p.started_unix_ns)) {
-            self.end(&prog, (p.pid, p.started_unix_ns), Some(p));
+        if let Some(mut prog) = programs.remove(&(p.pid, p.started_unix_ns)) {
+            self.end(&mut prog, (p.pid, p.started_unix_ns), Some(p));
         }
     }
 
-    fn end(&self, prog: &Program, key: Key, p: Option<&Process>) {
+    fn end(&self, prog: &mut Program, key: Key, p: Option<&Process>) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Msg::Ended {
                 key,
                 header: prog.header.clone(),
                 description: p.filter(|_| !prog.described).map(description),
                 lost: prog.lost,
+                ranges: std::mem::take(&mut prog.ranges),
             });
         }
     }
@@ -193,8 +230,8 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Programs still running when the hub stops: their files are closed with their losses.
         let open: Vec<(Key, Program)> = self.programs().drain().collect();
-        for (key, prog) in &open {
-            self.end(prog, *key, None);
+        for (key, mut prog) in open {
+            self.end(&mut prog, key, None);
         }
         drop(self.tx.take());
         if let Some(t) = self.thread.take() {
@@ -225,15 +262,29 @@ fn description(p: &Process) -> Description {
     }
 }
 
-/// The records of a block and its latest timestamp; `None` if the block is malformed (it is
-/// then neither written nor counted, as the hub does not take it in either).
-fn scan(records: &[u8]) -> Option<(u64, u64)> {
-    let (mut n, mut end) = (0, 0);
+/// A block's records: how many, the latest timestamp, the first and last sequence numbers.
+#[derive(Default)]
+struct Scan {
+    n: u64,
+    end: u64,
+    first_seq: u64,
+    last_seq: u64,
+}
+
+/// Reads a block's record headers; `None` if the block is malformed (it is then neither
+/// written nor counted, as the hub does not take it in either).
+fn scan(records: &[u8]) -> Option<Scan> {
+    let mut sc = Scan::default();
     for r in Records::new(0, records) {
-        end = r.ok()?.header.timestamp.max(end);
-        n += 1;
+        let h = r.ok()?.header;
+        sc.end = sc.end.max(h.timestamp);
+        if sc.n == 0 {
+            sc.first_seq = h.seq;
+        }
+        sc.last_seq = h.seq;
+        sc.n += 1;
     }
-    Some((n, end))
+    Some(sc)
 }
 
 /// Counters shared with the hub.
@@ -248,6 +299,8 @@ struct Open {
     path: PathBuf,
     schemas: HashSet<u32>,
     threads: HashSet<u64>,
+    /// The program's `gyr.lost` type, once the file holds it.
+    lost_type: Option<u32>,
     records: u64,
     lost: u64,
     end_ns: u64,
@@ -300,6 +353,7 @@ fn create(dir: &Path, header: &TraceHeader) -> std::io::Result<Open> {
         path,
         schemas: HashSet::new(),
         threads: HashSet::new(),
+        lost_type: None,
         records: 0,
         lost: 0,
         end_ns: 0,
@@ -355,6 +409,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 header,
                 description,
                 lost,
+                ranges,
             } => {
                 // A program all of whose batches were dropped still gets a file saying so.
                 if (lost > 0 || open.contains_key(&key))
@@ -362,7 +417,9 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 {
                     let mut o = open.remove(&key).expect("opened above");
                     o.lost += lost;
-                    match describe(&mut o, description.as_ref()) {
+                    match describe(&mut o, description.as_ref())
+                        .and_then(|()| write_lost(&mut o, &ranges))
+                    {
                         Ok(()) => close(o),
                         Err(e) => eprintln!("gyr hub: cannot finish {}: {e}", o.path.display()),
                     }
@@ -375,6 +432,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 description,
                 batch,
                 lost,
+                ranges,
             } => {
                 counts.queued.fetch_sub(1, Ordering::AcqRel);
                 if !file(&mut open, &mut failed, key, &header) {
@@ -383,7 +441,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                             .blocks
                             .iter()
                             .filter_map(|b| scan(&b.records))
-                            .map(|(n, _)| n)
+                            .map(|sc| sc.n)
                             .sum(),
                         Ordering::Relaxed,
                     );
@@ -392,6 +450,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 let o = open.get_mut(&key).expect("opened above");
                 o.lost += lost + batch.lost;
                 let r = describe(o, description.as_ref())
+                    .and_then(|()| write_lost(o, &ranges))
                     .and_then(|()| write_batch(o, &batch, &counts.written));
                 if let Err(e) = r {
                     eprintln!(
@@ -426,6 +485,9 @@ fn write_description(
             && let Some(s) = gyr_proto::events::schema(s)
         {
             o.schemas.insert(s.id);
+            if s == gyr_core::lost_schema(s.id) {
+                o.lost_type = Some(s.id);
+            }
             o.writer.schema(&s)?;
         }
     }
@@ -440,13 +502,36 @@ fn write_description(
 fn write_batch(o: &mut Open, b: &v1::EventBatch, written: &AtomicU64) -> std::io::Result<()> {
     write_description(o, &b.schemas, &b.threads)?;
     for block in &b.blocks {
-        let Some((n, end)) = scan(&block.records) else {
+        let Some(sc) = scan(&block.records) else {
             continue;
         };
         o.writer.records(block.thread, &block.records)?;
-        o.end_ns = o.end_ns.max(end);
-        o.records += n;
-        written.fetch_add(n, Ordering::Relaxed);
+        o.end_ns = o.end_ns.max(sc.end);
+        o.records += sc.n;
+        written.fetch_add(sc.n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Reports dropped events as the program's own monitors do, a `gyr.lost` record each range,
+/// in the block of the thread that lost them (its sequence number the last one lost), when
+/// the file holds the program's `gyr.lost` schema.
+fn write_lost(o: &mut Open, ranges: &[Lost]) -> std::io::Result<()> {
+    let Some(id) = o.lost_type else {
+        return Ok(());
+    };
+    let mut buf = Vec::with_capacity(64);
+    // A thread the file does not describe cannot hold records.
+    for r in ranges.iter().filter(|r| o.threads.contains(&r.thread)) {
+        let mut payload = [0u8; 32];
+        for (i, v) in [r.thread, r.count, r.from, r.to].into_iter().enumerate() {
+            payload[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        buf.clear();
+        gyr_core::record::push_record(&mut buf, id, r.ts, r.to, 0, &payload);
+        o.writer.records(r.thread, &buf)?;
+        o.records += 1;
+        o.end_ns = o.end_ns.max(r.ts);
     }
     Ok(())
 }

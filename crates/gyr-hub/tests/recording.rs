@@ -71,7 +71,10 @@ fn batch(i: u64, per: u64, type_id: u32, lost: u64) -> v1::PublishMessage {
     v1::PublishMessage {
         kind: Some(v1::publish_message::Kind::Batch(v1::EventBatch {
             schemas: if first {
-                vec![schema(2, "step")]
+                vec![
+                    gyr_proto::events::wire_schema(&gyr_core::lost_schema(1)),
+                    schema(2, "step"),
+                ]
             } else {
                 vec![]
             },
@@ -202,9 +205,11 @@ fn a_recording_whose_every_batch_is_dropped_still_says_what_was_lost() {
 
     let rec = read(dir.path());
     assert_eq!(rec.files.len(), 1, "{:?}", rec.files);
-    assert_eq!(rec.records, 0);
+    // None of the program's events: one `gyr.lost` record for its thread's 1000.
+    assert_eq!(rec.records, 1);
+    assert_eq!(lost_records(&rec.files[0]), (1, 1000));
     assert_eq!(rec.ends.len(), 1);
-    assert_eq!(rec.ends[0].records, 0);
+    assert_eq!(rec.ends[0].records, 1);
     assert_eq!(
         rec.ends[0].lost, 1005,
         "every dropped event is in the end block"
@@ -269,11 +274,36 @@ fn a_recording_under_overload_holds_or_counts_every_event() {
     assert_eq!(rec.files.len(), 1, "{:?}", rec.files);
     let end = &rec.ends[0];
     assert_eq!(end.records, rec.records);
+    // The program's own events, and the `gyr.lost` records of what was dropped.
+    let (lost_records, lost_counted) = lost_records(&rec.files[0]);
+    let events = rec.records - lost_records;
     // Six batches reported one event each missed on the way to the hub.
     assert_eq!(
-        rec.records + end.lost,
+        events + end.lost,
         total + 6,
         "recorded + lost in the file == received + missed on the way"
     );
     assert_eq!(lost, end.lost, "the hub counts lost what the file does");
+    assert_eq!(
+        lost_counted + 6,
+        end.lost,
+        "gyr.lost counts every dropped event"
+    );
+}
+
+/// The `gyr.lost` records in a file, and the events they say were lost.
+fn lost_records(file: &Path) -> (u64, u64) {
+    let (mut n, mut count) = (0, 0);
+    TraceReader::open(file).unwrap().for_each_item(|i| {
+        if let Item::Record {
+            schema: Some(s),
+            record,
+        } = i
+            && s.name == gyr_core::LOST_EVENT_NAME
+        {
+            n += 1;
+            count += u64::from_le_bytes(record.payload[8..16].try_into().unwrap());
+        }
+    });
+    (n, count)
 }
