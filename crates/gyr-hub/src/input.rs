@@ -140,7 +140,7 @@ fn gone(shared: &Shared, pid: u32, started: u64) {
             Some(p) if p.started_unix_ns == started && p.alive => {
                 p.alive = false;
                 if p.finished() {
-                    shared.outputs.ended(pid);
+                    finished(shared, p);
                 }
                 true
             }
@@ -149,9 +149,16 @@ fn gone(shared: &Shared, pid: u32, started: u64) {
     };
     if ended {
         shared.clients().remove(&pid);
-        if let Some(s) = &shared.store {
-            s.ended(pid, started);
-        }
+    }
+}
+
+/// Program `p` is gone and its last stream delivered its last batch: its subscribers' streams
+/// end, and so does its recording (not before: batches still in a stream when its server went
+/// away are taken in after).
+fn finished(shared: &Shared, p: &Process) {
+    shared.outputs.ended(p.pid);
+    if let Some(s) = &shared.store {
+        s.ended(p);
     }
 }
 
@@ -177,7 +184,7 @@ fn stream_closed(shared: &Shared, pid: u32, started: u64) {
     {
         p.streams = p.streams.saturating_sub(1);
         if p.finished() {
-            shared.outputs.ended(pid);
+            finished(shared, p);
         }
     }
 }

@@ -19,6 +19,7 @@ mod web;
 
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
+pub use store::DEFAULT_RECORD_QUEUE;
 #[doc(hidden)]
 pub use web::{PageCommand, PageMessage, SteerAction, parse_page_command};
 
@@ -92,6 +93,9 @@ pub struct HubConfig {
     pub read_token: Option<String>,
     /// Write everything received to trace files in this directory.
     pub record: Option<PathBuf>,
+    /// Batches queued for the recording's writer at most ([`DEFAULT_RECORD_QUEUE`]); beyond
+    /// that, batches are dropped from the files and counted as lost there.
+    pub record_queue: usize,
     /// Replay these trace files instead of watching running programs.
     pub replay: Vec<PathBuf>,
     /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
@@ -113,6 +117,7 @@ impl Default for HubConfig {
             token: None,
             read_token: None,
             record: None,
+            record_queue: DEFAULT_RECORD_QUEUE,
             replay: Vec::new(),
             allow_hosts: Vec::new(),
             limits: gyr_proto::listen::Limits::default(),
@@ -245,13 +250,16 @@ impl Hub {
                 return Err(HubError::NoToken(addr));
             }
         }
-        let store = match &config.record {
-            Some(dir) => Some(store::Store::start(dir).map_err(|source| HubError::Record {
-                dir: dir.clone(),
-                source,
-            })?),
-            None => None,
-        };
+        let store =
+            match &config.record {
+                Some(dir) => Some(store::Store::start(dir, config.record_queue).map_err(
+                    |source| HubError::Record {
+                        dir: dir.clone(),
+                        source,
+                    },
+                )?),
+                None => None,
+            };
         let replay = if config.replay.is_empty() {
             None
         } else {

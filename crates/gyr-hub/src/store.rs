@@ -4,67 +4,126 @@
 //!
 //! Writing happens on a thread of its own behind a bounded queue, so a slow disk never slows
 //! the hub's analyses: a batch that finds the queue full is dropped from the file and counted,
-//! the count is written in the file's end block, and the hub shows it.
+//! the count is written in the file's end block (and per thread as `gyr.lost` records, as a
+//! program's own trace does), and the hub shows it. A file is always
+//! readable on its own: the first batch queued for a program, and the first after any drop,
+//! carries the program's whole description (schemas and threads), and the file is closed only
+//! once the program is gone and its last stream has delivered its last batch.
 
 use crate::model::Process;
+use gyr_core::record::Records;
 use gyr_core::{TraceEnd, TraceHeader, TraceWriter};
 use gyr_proto::v1;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Batches queued for the writer thread.
-const QUEUE: usize = 4096;
+/// Batches queued for the writer thread, by default: about a few seconds of a busy program.
+pub const DEFAULT_RECORD_QUEUE: usize = 4096;
 
+/// Output buffer of each file: trace chunks are about 1 MiB, written in few large writes.
+const FILE_BUFFER: usize = 1 << 20;
+
+/// A program: its pid and start time.
 type Key = (u32, u64);
+
+/// A program's schemas and threads, as its stream gave them so far.
+struct Description {
+    schemas: Vec<v1::Schema>,
+    threads: Vec<v1::ThreadInfo>,
+}
 
 enum Msg {
     Batch {
         key: Key,
-        header: Box<TraceHeader>,
+        header: Arc<TraceHeader>,
+        /// The whole description, when the writer may lack some of it.
+        description: Option<Description>,
         batch: Arc<v1::EventBatch>,
-        /// Events of this program dropped from the file before this batch.
-        dropped: u64,
+        /// Events of this program missing from the file before this batch.
+        lost: u64,
+        /// The dropped ones, by thread, for `gyr.lost` records.
+        ranges: Vec<Lost>,
     },
-    Ended(Key),
+    /// The program is gone and its streams ended: its file is closed.
+    Ended {
+        key: Key,
+        header: Arc<TraceHeader>,
+        description: Option<Description>,
+        lost: u64,
+        ranges: Vec<Lost>,
+    },
+}
+
+/// Events of a thread dropped from the file: sequence numbers `from..=to`, the last at `ts`.
+#[derive(Debug)]
+struct Lost {
+    thread: u64,
+    count: u64,
+    from: u64,
+    to: u64,
+    ts: u64,
+}
+
+/// What the hub side knows of a program's file.
+#[derive(Debug)]
+struct Program {
+    header: Arc<TraceHeader>,
+    /// Events missing from the file and not yet told to the writer: dropped here, or lost on
+    /// the way to the hub in a batch dropped here.
+    lost: u64,
+    ranges: Vec<Lost>,
+    /// Whether the writer has been given the description since the last drop.
+    described: bool,
 }
 
 /// The writer thread's handle.
 #[derive(Debug)]
 pub(crate) struct Store {
     dir: PathBuf,
-    tx: Option<SyncSender<Msg>>,
+    tx: Option<Sender<Msg>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// Per program: events dropped and not yet reported to the writer; and in total.
-    pending_drops: std::sync::Mutex<HashMap<Key, u64>>,
+    /// Batches queued and not yet written, and how many may be.
+    queued: Arc<AtomicUsize>,
+    capacity: usize,
+    programs: Mutex<HashMap<Key, Program>>,
+    /// Events received but not written (dropped from the queue, or their file failed).
     pub(crate) dropped: Arc<AtomicU64>,
     pub(crate) written: Arc<AtomicU64>,
 }
 
 impl Store {
-    /// Starts writing into `dir` (created if missing).
-    pub(crate) fn start(dir: &Path) -> std::io::Result<Store> {
+    /// Starts writing into `dir` (created if missing), with at most `capacity` batches queued.
+    pub(crate) fn start(dir: &Path, capacity: usize) -> std::io::Result<Store> {
         std::fs::create_dir_all(dir)?;
         let probe = dir.join(".gyr-hub-write-test");
         File::create(&probe)?;
         let _ = std::fs::remove_file(&probe);
-        let (tx, rx) = sync_channel(QUEUE);
+        let (tx, rx) = channel();
         let written = Arc::new(AtomicU64::new(0));
-        let w = written.clone();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let counts = Counts {
+            written: written.clone(),
+            dropped: dropped.clone(),
+            queued: queued.clone(),
+        };
         let d = dir.to_owned();
         let thread = std::thread::Builder::new()
             .name("gyr-hub-store".into())
-            .spawn(move || writer(&d, rx, &w))?;
+            .spawn(move || writer(&d, rx, &counts))?;
         Ok(Store {
             dir: dir.to_owned(),
             tx: Some(tx),
             thread: Some(thread),
-            pending_drops: Default::default(),
-            dropped: Arc::new(AtomicU64::new(0)),
+            queued,
+            capacity,
+            programs: Default::default(),
+            dropped,
             written,
         })
     }
@@ -74,64 +133,106 @@ impl Store {
         &self.dir
     }
 
-    /// Queues a batch just taken in from `p`; never waits.
+    fn programs(&self) -> MutexGuard<'_, HashMap<Key, Program>> {
+        self.programs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a batch just taken in from `p` (after `p` learnt its schemas and threads);
+    /// never waits.
     pub(crate) fn batch(&self, p: &Process, batch: Arc<v1::EventBatch>) {
         let Some(tx) = &self.tx else { return };
         let key = (p.pid, p.started_unix_ns);
-        let mut drops = self.pending_drops.lock().unwrap_or_else(|e| e.into_inner());
-        let dropped = drops.get(&key).copied().unwrap_or(0);
-        // After a drop, the next batch carries the program's whole description again.
-        let batch = if dropped > 0 {
-            let mut b = (*batch).clone();
-            b.schemas = p.wire_schemas.clone();
-            b.threads = p.wire_threads.clone();
-            Arc::new(b)
+        let mut programs = self.programs();
+        let prog = programs.entry(key).or_insert_with(|| Program {
+            header: Arc::new(header(p)),
+            lost: 0,
+            ranges: Vec::new(),
+            described: false,
+        });
+        // Only this function adds to `queued`, under the lock: the check cannot be overtaken.
+        let sent = self.queued.load(Ordering::Acquire) < self.capacity && {
+            self.queued.fetch_add(1, Ordering::AcqRel);
+            let msg = Msg::Batch {
+                key,
+                header: prog.header.clone(),
+                description: (!prog.described).then(|| description(p)),
+                batch: batch.clone(),
+                lost: prog.lost,
+                ranges: std::mem::take(&mut prog.ranges),
+            };
+            match tx.send(msg) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    if let Msg::Batch { ranges, .. } = e.0 {
+                        prog.ranges = ranges;
+                    }
+                    false
+                }
+            }
+        };
+        if sent {
+            prog.lost = 0;
+            prog.described = true;
         } else {
-            batch
-        };
-        let msg = Msg::Batch {
-            key,
-            header: Box::new(TraceHeader {
-                pid: p.pid,
-                host: p.host.clone(),
-                command_line: p.command_line.clone(),
-                start_unix_ns: p.clock_zero_unix_ns,
-                clock_source: "ns".into(),
-                ticks_per_second: 1e9,
-                sensor_cost_ns: 0.0,
-                policy: "unknown (recorded by a hub)".into(),
-                gyr_version: env!("CARGO_PKG_VERSION").into(),
-            }),
-            batch: batch.clone(),
-            dropped,
-        };
-        match tx.try_send(msg) {
-            Ok(()) => {
-                drops.remove(&key);
+            let mut n = 0;
+            for b in &batch.blocks {
+                let Some(sc) = scan(&b.records).filter(|sc| sc.n > 0) else {
+                    continue;
+                };
+                n += sc.n;
+                match prog.ranges.iter_mut().find(|r| r.thread == b.thread) {
+                    // The thread's sequence numbers follow on: one range.
+                    Some(r) if sc.first_seq == r.to + 1 => {
+                        r.count += sc.n;
+                        r.to = sc.last_seq;
+                        r.ts = sc.end;
+                    }
+                    _ => prog.ranges.push(Lost {
+                        thread: b.thread,
+                        count: sc.n,
+                        from: sc.first_seq,
+                        to: sc.last_seq,
+                        ts: sc.end,
+                    }),
+                }
             }
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                let n: u64 = batch
-                    .blocks
-                    .iter()
-                    .map(|b| gyr_core::record::Records::new(b.thread, &b.records).count() as u64)
-                    .sum();
-                *drops.entry(key).or_default() += n;
-                self.dropped.fetch_add(n, Ordering::Relaxed);
-            }
+            prog.lost += n + batch.lost;
+            // The dropped batch may have brought schemas or threads the writer has not seen.
+            prog.described = false;
+            self.dropped.fetch_add(n, Ordering::Relaxed);
         }
     }
 
-    /// The program ended: its file is closed.
-    pub(crate) fn ended(&self, pid: u32, started_unix_ns: u64) {
+    /// Program `p` is gone and its streams delivered their last batch: its file is closed,
+    /// with every loss not yet told to the writer.
+    pub(crate) fn ended(&self, p: &Process) {
+        let mut programs = self.programs();
+        if let Some(mut prog) = programs.remove(&(p.pid, p.started_unix_ns)) {
+            self.end(&mut prog, (p.pid, p.started_unix_ns), Some(p));
+        }
+    }
+
+    fn end(&self, prog: &mut Program, key: Key, p: Option<&Process>) {
         if let Some(tx) = &self.tx {
-            // Blocking here is fine: it happens once per program, off the event path.
-            let _ = tx.send(Msg::Ended((pid, started_unix_ns)));
+            let _ = tx.send(Msg::Ended {
+                key,
+                header: prog.header.clone(),
+                description: p.filter(|_| !prog.described).map(description),
+                lost: prog.lost,
+                ranges: std::mem::take(&mut prog.ranges),
+            });
         }
     }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
+        // Programs still running when the hub stops: their files are closed with their losses.
+        let open: Vec<(Key, Program)> = self.programs().drain().collect();
+        for (key, mut prog) in open {
+            self.end(&mut prog, key, None);
+        }
         drop(self.tx.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -139,17 +240,73 @@ impl Drop for Store {
     }
 }
 
+/// The trace header the hub writes for `p`.
+fn header(p: &Process) -> TraceHeader {
+    TraceHeader {
+        pid: p.pid,
+        host: p.host.clone(),
+        command_line: p.command_line.clone(),
+        start_unix_ns: p.clock_zero_unix_ns,
+        clock_source: "ns".into(),
+        ticks_per_second: 1e9,
+        sensor_cost_ns: 0.0,
+        policy: "unknown (recorded by a hub)".into(),
+        gyr_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+fn description(p: &Process) -> Description {
+    Description {
+        schemas: p.wire_schemas.clone(),
+        threads: p.wire_threads.clone(),
+    }
+}
+
+/// A block's records: how many, the latest timestamp, the first and last sequence numbers.
+#[derive(Default)]
+struct Scan {
+    n: u64,
+    end: u64,
+    first_seq: u64,
+    last_seq: u64,
+}
+
+/// Reads a block's record headers; `None` if the block is malformed (it is then neither
+/// written nor counted, as the hub does not take it in either).
+fn scan(records: &[u8]) -> Option<Scan> {
+    let mut sc = Scan::default();
+    for r in Records::new(0, records) {
+        let h = r.ok()?.header;
+        sc.end = sc.end.max(h.timestamp);
+        if sc.n == 0 {
+            sc.first_seq = h.seq;
+        }
+        sc.last_seq = h.seq;
+        sc.n += 1;
+    }
+    Some(sc)
+}
+
+/// Counters shared with the hub.
+struct Counts {
+    written: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+    queued: Arc<AtomicUsize>,
+}
+
 struct Open {
     writer: TraceWriter<BufWriter<File>>,
     path: PathBuf,
     schemas: HashSet<u32>,
     threads: HashSet<u64>,
+    /// The program's `gyr.lost` type, once the file holds it.
+    lost_type: Option<u32>,
     records: u64,
     lost: u64,
     end_ns: u64,
 }
 
-fn file_name(h: &TraceHeader) -> String {
+fn file_name(h: &TraceHeader, n: u32) -> String {
     let prog = h
         .command_line
         .first()
@@ -166,69 +323,136 @@ fn file_name(h: &TraceHeader) -> String {
             }
         })
         .collect();
-    format!("{prog}-{}-{}.gyr", h.pid, h.start_unix_ns / 1_000_000_000)
+    let start = h.start_unix_ns / 1_000_000_000;
+    match n {
+        0 => format!("{prog}-{}-{start}.gyr", h.pid),
+        n => format!("{prog}-{}-{start}-{n}.gyr", h.pid),
+    }
 }
 
-fn writer(dir: &Path, rx: Receiver<Msg>, written: &AtomicU64) {
-    let mut open: HashMap<Key, Open> = HashMap::new();
-    let mut failed: HashSet<Key> = HashSet::new();
-    let close = |o: Open| {
-        let end = TraceEnd {
-            end_ns: o.end_ns,
-            records: o.records,
-            lost: o.lost,
-            filtered: 0,
-        };
-        if let Err(e) = o.writer.finish(&end) {
-            eprintln!("gyr hub: cannot finish {}: {e}", o.path.display());
+/// Opens a new file for a program, never over an existing one (a program that comes back
+/// after its file was closed gets a file of its own).
+fn create(dir: &Path, header: &TraceHeader) -> std::io::Result<Open> {
+    let mut n = 0;
+    let (file, path) = loop {
+        let path = dir.join(file_name(header, n));
+        match File::options().write(true).create_new(true).open(&path) {
+            Ok(f) => break (f, path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                ));
+            }
         }
+    };
+    let writer = TraceWriter::new(BufWriter::with_capacity(FILE_BUFFER, file), header)?;
+    Ok(Open {
+        writer,
+        path,
+        schemas: HashSet::new(),
+        threads: HashSet::new(),
+        lost_type: None,
+        records: 0,
+        lost: 0,
+        end_ns: 0,
+    })
+}
+
+fn close(o: Open) {
+    let end = TraceEnd {
+        end_ns: o.end_ns,
+        records: o.records,
+        lost: o.lost,
+        filtered: 0,
+    };
+    if let Err(e) = o.writer.finish(&end) {
+        eprintln!("gyr hub: cannot finish {}: {e}", o.path.display());
+    }
+}
+
+fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
+    let mut open: HashMap<Key, Open> = HashMap::new();
+    // Programs whose file could not be written, until they end.
+    let mut failed: HashSet<Key> = HashSet::new();
+    // Whether program `key` has a file open, opening it if need be.
+    let file = |open: &mut HashMap<Key, Open>,
+                failed: &mut HashSet<Key>,
+                key: Key,
+                header: &TraceHeader| {
+        if failed.contains(&key) {
+            return false;
+        }
+        if let std::collections::hash_map::Entry::Vacant(v) = open.entry(key) {
+            match create(dir, header) {
+                Ok(o) => {
+                    v.insert(o);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "gyr hub: cannot write into {}: {e}; program {} is not recorded",
+                        dir.display(),
+                        key.0
+                    );
+                    failed.insert(key);
+                    return false;
+                }
+            }
+        }
+        true
     };
     for msg in rx {
         match msg {
-            Msg::Ended(key) => {
-                if let Some(o) = open.remove(&key) {
-                    close(o);
+            Msg::Ended {
+                key,
+                header,
+                description,
+                lost,
+                ranges,
+            } => {
+                // A program all of whose batches were dropped still gets a file saying so.
+                if (lost > 0 || open.contains_key(&key))
+                    && file(&mut open, &mut failed, key, &header)
+                {
+                    let mut o = open.remove(&key).expect("opened above");
+                    o.lost += lost;
+                    match describe(&mut o, description.as_ref())
+                        .and_then(|()| write_lost(&mut o, &ranges))
+                    {
+                        Ok(()) => close(o),
+                        Err(e) => eprintln!("gyr hub: cannot finish {}: {e}", o.path.display()),
+                    }
                 }
+                failed.remove(&key);
             }
             Msg::Batch {
                 key,
                 header,
+                description,
                 batch,
-                dropped,
+                lost,
+                ranges,
             } => {
-                if failed.contains(&key) {
+                counts.queued.fetch_sub(1, Ordering::AcqRel);
+                if !file(&mut open, &mut failed, key, &header) {
+                    counts.dropped.fetch_add(
+                        batch
+                            .blocks
+                            .iter()
+                            .filter_map(|b| scan(&b.records))
+                            .map(|sc| sc.n)
+                            .sum(),
+                        Ordering::Relaxed,
+                    );
                     continue;
                 }
-                let o = match open.entry(key) {
-                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        let path = dir.join(file_name(&header));
-                        match File::create(&path)
-                            .and_then(|f| TraceWriter::new(BufWriter::new(f), &header))
-                        {
-                            Ok(writer) => v.insert(Open {
-                                writer,
-                                path,
-                                schemas: HashSet::new(),
-                                threads: HashSet::new(),
-                                records: 0,
-                                lost: 0,
-                                end_ns: 0,
-                            }),
-                            Err(e) => {
-                                eprintln!(
-                                    "gyr hub: cannot write {}: {e}; program {} is not recorded",
-                                    path.display(),
-                                    key.0
-                                );
-                                failed.insert(key);
-                                continue;
-                            }
-                        }
-                    }
-                };
-                o.lost += dropped + batch.lost;
-                if let Err(e) = write_batch(o, &batch, written) {
+                let o = open.get_mut(&key).expect("opened above");
+                o.lost += lost + batch.lost;
+                let r = describe(o, description.as_ref())
+                    .and_then(|()| write_lost(o, &ranges))
+                    .and_then(|()| write_batch(o, &batch, &counts.written));
+                if let Err(e) = r {
                     eprintln!(
                         "gyr hub: cannot write {}: {e}; recording of program {} stops",
                         o.path.display(),
@@ -245,31 +469,69 @@ fn writer(dir: &Path, rx: Receiver<Msg>, written: &AtomicU64) {
     }
 }
 
-fn write_batch(o: &mut Open, b: &v1::EventBatch, written: &AtomicU64) -> std::io::Result<()> {
-    for s in &b.schemas {
-        if o.schemas.insert(s.id)
+/// Writes the schemas and threads the file does not hold yet.
+fn describe(o: &mut Open, d: Option<&Description>) -> std::io::Result<()> {
+    let Some(d) = d else { return Ok(()) };
+    write_description(o, &d.schemas, &d.threads)
+}
+
+fn write_description(
+    o: &mut Open,
+    schemas: &[v1::Schema],
+    threads: &[v1::ThreadInfo],
+) -> std::io::Result<()> {
+    for s in schemas {
+        if !o.schemas.contains(&s.id)
             && let Some(s) = gyr_proto::events::schema(s)
         {
+            o.schemas.insert(s.id);
+            if s == gyr_core::lost_schema(s.id) {
+                o.lost_type = Some(s.id);
+            }
             o.writer.schema(&s)?;
         }
     }
-    for t in &b.threads {
+    for t in threads {
         if o.threads.insert(t.id) {
             o.writer.thread(&gyr_proto::events::thread(t))?;
         }
     }
+    Ok(())
+}
+
+fn write_batch(o: &mut Open, b: &v1::EventBatch, written: &AtomicU64) -> std::io::Result<()> {
+    write_description(o, &b.schemas, &b.threads)?;
     for block in &b.blocks {
-        if gyr_core::record::Records::validate(&block.records).is_err() {
+        let Some(sc) = scan(&block.records) else {
             continue;
-        }
-        let mut n = 0;
-        for r in gyr_core::record::Records::new(block.thread, &block.records).flatten() {
-            o.end_ns = o.end_ns.max(r.header.timestamp);
-            n += 1;
-        }
+        };
         o.writer.records(block.thread, &block.records)?;
-        o.records += n;
-        written.fetch_add(n, Ordering::Relaxed);
+        o.end_ns = o.end_ns.max(sc.end);
+        o.records += sc.n;
+        written.fetch_add(sc.n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Reports dropped events as the program's own monitors do, a `gyr.lost` record each range,
+/// in the block of the thread that lost them (its sequence number the last one lost), when
+/// the file holds the program's `gyr.lost` schema.
+fn write_lost(o: &mut Open, ranges: &[Lost]) -> std::io::Result<()> {
+    let Some(id) = o.lost_type else {
+        return Ok(());
+    };
+    let mut buf = Vec::with_capacity(64);
+    // A thread the file does not describe cannot hold records.
+    for r in ranges.iter().filter(|r| o.threads.contains(&r.thread)) {
+        let mut payload = [0u8; 32];
+        for (i, v) in [r.thread, r.count, r.from, r.to].into_iter().enumerate() {
+            payload[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        buf.clear();
+        gyr_core::record::push_record(&mut buf, id, r.ts, r.to, 0, &payload);
+        o.writer.records(r.thread, &buf)?;
+        o.records += 1;
+        o.end_ns = o.end_ns.max(r.ts);
     }
     Ok(())
 }
