@@ -45,23 +45,35 @@ fn load_program() -> ! {
 }
 
 /// Runs one of `web/tests/*.mjs` in Chromium and checks that all its checks passed and its
-/// screenshots exist.
+/// screenshots exist. The scripts check what happens, with generous waits; on a shared 2-core
+/// machine running the hub, three programs and two browsers a run can still be starved past
+/// one, so a failed run is shown and tried once more, and the second must pass.
 fn browser_checks(chromium: &str, script: &str, args: &[String], shots: &Path, expected: &[&str]) {
     let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
-    let out = Command::new("node")
-        .arg(web.join("tests").join(script))
-        .args(args)
-        .arg(shots)
-        .env("CHROMIUM", chromium)
-        .output()
-        .expect("run node (the browser tests need Node.js)");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    println!("{stdout}");
-    assert!(out.status.success(), "{script} failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("all checks passed"), "{stdout}");
+    for attempt in 1..=2 {
+        let out = Command::new("node")
+            .arg(web.join("tests").join(script))
+            .args(args)
+            .arg(shots)
+            .env("CHROMIUM", chromium)
+            .output()
+            .expect("run node (the browser tests need Node.js)");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        println!("{stdout}");
+        let passed = out.status.success() && stdout.contains("all checks passed");
+        if !passed && attempt == 1 {
+            println!("{script}: the first run failed, trying once more:\n{stderr}");
+            continue;
+        }
+        assert!(
+            passed,
+            "{script} failed twice; the second run:\n{stdout}\n{stderr}"
+        );
+        break;
+    }
     for shot in expected {
         assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
@@ -76,7 +88,17 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         let rt = gyr::init().expect("start gyr");
         let sim = gyr_example_nbody::register(48).expect("register nbody");
         let stop = gyr_example_nbody::stop_flag();
-        gyr_example_nbody::run(&sim, 2, 0, &stop);
+        // The simulation (a debug build here) runs at the lowest priority, so that it never
+        // starves the browser of the 2 cores; gyr's threads, started above, keep the normal
+        // one, so that steering is answered at once. Nice values are per thread on Linux and
+        // inherited by the threads a thread starts.
+        std::thread::spawn(move || {
+            // SAFETY: setpriority on the calling thread (who 0) only lowers its own priority.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+            gyr_example_nbody::run(&sim, 2, 0, &stop);
+        })
+        .join()
+        .expect("nbody runs");
         drop(rt);
         std::process::exit(0);
     }
@@ -86,12 +108,8 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         "the browser tests need Chromium at {chromium} (Debian: apt-get install chromium; scripts/test installs it), or CHROMIUM=/path/to/it"
     );
     let dir = tempfile::tempdir().unwrap();
-    // At the lowest priority, so that the simulation (a debug build here) never starves the
-    // browser of the 2 cores: `nice` execs it, keeping the pid.
     let program = Program(
-        Command::new("nice")
-            .args(["-n", "19"])
-            .arg(std::env::current_exe().unwrap())
+        Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
                 "the_web_ui_watches_and_steers_nbody_in_chromium",
