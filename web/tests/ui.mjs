@@ -2,7 +2,7 @@
 // watches examples/nbody. Usage: node web/tests/ui.mjs URL SCREENSHOT_DIR
 // Exits non-zero with the failed check's message; saves screenshots of the main views.
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 
 const [url, shots] = process.argv.slice(2);
 if (!url || !shots) { console.error('usage: node ui.mjs URL SCREENSHOT_DIR'); process.exit(2); }
@@ -148,6 +148,8 @@ try {
   await a.press('#cli-input', 'Enter');
   await a.waitForFunction(() => document.querySelector('#cli-out').className.includes('err'), null, { timeout: 30000 });
   step('at 10 000 events/s per program the page keeps up');
+  // The test starts its two load programs now (see crates/gyr-hub/tests/browser.rs).
+  writeFileSync(`${shots}/start-load`, '');
   await a.waitForFunction(() => [...S.series.keys()].some((k) => k.endsWith('/load/value')), null, { timeout: 45000 });
   const loadPid = await a.evaluate(() => Number([...S.series.keys()].find((k) => k.endsWith('/load/value')).split('/')[0]));
   await a.click(`nav .prog[data-pid="${loadPid}"]`);

@@ -88,13 +88,14 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         let rt = gyr::init().expect("start gyr");
         let sim = gyr_example_nbody::register(48).expect("register nbody");
         let stop = gyr_example_nbody::stop_flag();
-        // The simulation (a debug build here) runs at the lowest priority, so that it never
-        // starves the browser of the 2 cores; gyr's threads, started above, keep the normal
-        // one, so that steering is answered at once. Nice values are per thread on Linux and
-        // inherited by the threads a thread starts.
+        // The simulation (a debug build here) runs at a low priority, so that it does not
+        // starve the browser of the 2 cores, yet not the lowest, so that it still reaches its
+        // synch points (where actuators and pause take effect) on a busy machine; gyr's own
+        // threads, started above, keep the normal priority, so that steering is answered at
+        // once. Nice values are per thread on Linux, inherited by the threads a thread starts.
         std::thread::spawn(move || {
             // SAFETY: setpriority on the calling thread (who 0) only lowers its own priority.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
             gyr_example_nbody::run(&sim, 2, 0, &stop);
         })
         .join()
@@ -122,25 +123,37 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
             .spawn()
             .unwrap(),
     );
-    // Two programs at 10 000 events a second each: the page must keep up.
-    let load: Vec<Program> = (0..2)
-        .map(|_| {
-            Program(
-                Command::new(std::env::current_exe().unwrap())
-                    .args([
-                        "--exact",
-                        "the_web_ui_watches_and_steers_nbody_in_chromium",
-                        "--nocapture",
-                    ])
-                    .env(LOAD, "1")
-                    .env("GYR_SOCKET_DIR", dir.path())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap(),
-            )
-        })
-        .collect();
+    // Two programs at 10 000 events a second each: the page must keep up. They start when the
+    // script reaches that check (it writes `start-load`), so that the steering checks before
+    // it do not share the 2 cores with them.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let go = shots.join("start-load");
+    let _ = std::fs::remove_file(&go);
+    let socket_dir = dir.path().to_owned();
+    let load = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(900);
+        while !go.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (0..2)
+            .map(|_| {
+                Program(
+                    Command::new(std::env::current_exe().unwrap())
+                        .args([
+                            "--exact",
+                            "the_web_ui_watches_and_steers_nbody_in_chromium",
+                            "--nocapture",
+                        ])
+                        .env(LOAD, "1")
+                        .env("GYR_SOCKET_DIR", &socket_dir)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
@@ -158,7 +171,6 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
         assert!(Instant::now() < deadline, "the hub did not attach to nbody");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
     browser_checks(
         &chromium,
         "ui.mjs",
@@ -175,7 +187,7 @@ fn the_web_ui_watches_and_steers_nbody_in_chromium() {
 
     // What the hub recorded, replayed in the browser, behind tokens.
     drop(hub);
-    drop(load);
+    drop(load.join().expect("the load programs start"));
     let nbody = format!("-{}-", program.0.id());
     let recorded: Vec<_> = std::fs::read_dir(dir.path().join("rec"))
         .unwrap()
