@@ -114,19 +114,11 @@ fn files_left(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn process_exit_keeps_every_event() {
-    if let Ok(case) = std::env::var(CASE) {
-        child(&case);
-    }
+/// Runs a child `case` that emits [`EVENTS`] events and exits 0: every event is in its closed
+/// trace, and its files are gone.
+fn exits_with_every_event(case: &str, test: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(
-        "exit-with-guard",
-        "process_exit_keeps_every_event",
-        dir.path(),
-    )
-    .output()
-    .unwrap();
+    let o = run(case, test, dir.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (ns, closed) = steps(&dir.path().join("run.gyr"));
     assert_eq!(ns, (0..EVENTS).collect::<Vec<_>>());
@@ -135,22 +127,19 @@ fn process_exit_keeps_every_event() {
 }
 
 #[test]
+fn process_exit_keeps_every_event() {
+    if let Ok(case) = std::env::var(CASE) {
+        child(&case);
+    }
+    exits_with_every_event("exit-with-guard", "process_exit_keeps_every_event");
+}
+
+#[test]
 fn a_dropped_init_guard_keeps_monitoring() {
     if let Ok(case) = std::env::var(CASE) {
         child(&case);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let o = run(
-        "guard-dropped",
-        "a_dropped_init_guard_keeps_monitoring",
-        dir.path(),
-    )
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (ns, closed) = steps(&dir.path().join("run.gyr"));
-    assert_eq!(ns, (0..EVENTS).collect::<Vec<_>>());
-    assert!(closed);
+    exits_with_every_event("guard-dropped", "a_dropped_init_guard_keeps_monitoring");
 }
 
 /// Starts the "signal" child, waits for it to announce itself, sends `sig`.
