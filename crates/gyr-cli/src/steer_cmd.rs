@@ -308,6 +308,19 @@ pub(crate) fn watch(
                 );
             }
         }
+        if batch.unreadable > 0 {
+            if json {
+                text += &format!(
+                    "{}\n",
+                    serde_json::json!({ "unreadable": batch.unreadable })
+                );
+            } else {
+                text += &format!(
+                    "-- {} events not shown: their type was never described to this client --\n",
+                    batch.unreadable
+                );
+            }
+        }
         for e in &batch.events {
             text += &if json {
                 show::event_json(e)

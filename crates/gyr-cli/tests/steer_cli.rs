@@ -1065,7 +1065,7 @@ fn a_watch_through_a_hub_ends_when_the_program_does() {
         .args(["watch", &target, "energy"])
         .env("GYR_SOCKET_DIR", d)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(d.join("watch.err")).unwrap())
         .spawn()
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -1082,7 +1082,11 @@ fn a_watch_through_a_hub_ends_when_the_program_does() {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(l) => seen.push(l),
-                Err(_) => panic!("the watch never showed the event: {seen:?}"),
+                Err(_) => panic!(
+                    "the watch never showed the event: {seen:?}\nit said: {}\nthe hub: {}",
+                    std::fs::read_to_string(d.join("watch.err")).unwrap_or_default(),
+                    String::from_utf8_lossy(&gyr(d, &["ps", "--hub", &addr]).stdout),
+                ),
             }
         }
     };
@@ -1109,8 +1113,7 @@ fn a_watch_through_a_hub_ends_when_the_program_does() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
+    let err = std::fs::read_to_string(d.join("watch.err")).unwrap();
     assert!(status.success(), "the watch should end cleanly: {err}");
 }
 

@@ -763,7 +763,7 @@ impl Model {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use gyr_core::{Field, FieldType, Value};
 

@@ -132,7 +132,10 @@ impl Outputs {
                 })
                 .collect();
             let intro = !sub.introduced.contains(&key);
-            if blocks.is_empty() && !intro && batch.lost == 0 {
+            // A batch that describes new types or threads goes out even with no record the
+            // subscriber wants: their records come in later batches that do not repeat it.
+            let describes = !batch.schemas.is_empty() || !batch.threads.is_empty();
+            if blocks.is_empty() && !intro && !describes && batch.lost == 0 {
                 return true;
             }
             let (schemas, threads) = if intro {
@@ -162,5 +165,48 @@ impl Outputs {
                 Err(TrySendError::Closed(_)) => false,
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Source, tests::batch};
+    use gyr_core::{Field, FieldType, Schema, Value};
+
+    #[test]
+    fn a_type_described_in_a_batch_without_its_records_still_reaches_its_subscriber() {
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let energy = Schema::new(2, "energy", vec![Field::new("e", FieldType::F64)]).unwrap();
+        let outputs = Outputs::default();
+        let mut p = Process::new(7, vec![], 0, Source::Pushed);
+        // Subscribed before the program registered `energy`.
+        let mut rx = outputs.subscribe(Some(7), vec!["energy".into()], vec![]);
+        let first = batch(&step, &[(1, vec![Value::UInt(1)])], 1);
+        p.ingest_batch(&first);
+        outputs.forward(&p, &first);
+        // `energy` is described in a batch holding only `step` records ...
+        let mut second = batch(&step, &[(2, vec![Value::UInt(2)])], 2);
+        second.schemas.push(gyr_proto::events::wire_schema(&energy));
+        second.threads.clear();
+        p.ingest_batch(&second);
+        outputs.forward(&p, &second);
+        // ... and its first record comes in a batch that does not describe it again.
+        let mut third = batch(&energy, &[(3, vec![Value::Float(1.5)])], 3);
+        third.schemas.clear();
+        third.threads.clear();
+        p.ingest_batch(&third);
+        outputs.forward(&p, &third);
+        let mut decoder = gyr_proto::events::EventDecoder::default();
+        let mut events = Vec::new();
+        let mut unreadable = 0;
+        while let Ok(Ok(b)) = rx.try_recv() {
+            let b = decoder.batch(b);
+            unreadable += b.unreadable;
+            events.extend(b.events);
+        }
+        assert_eq!(unreadable, 0);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].type_name, "energy");
     }
 }

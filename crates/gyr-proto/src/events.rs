@@ -80,6 +80,9 @@ pub struct Batch {
     pub lost: u64,
     /// The events, in stream order.
     pub events: Vec<Event>,
+    /// Records of a type whose schema never reached this client: they cannot be shown, so
+    /// they are counted (a stream that introduces every type before its records has none).
+    pub unreadable: u64,
 }
 
 /// Decodes the live stream, remembering the schemas and thread names it introduces.
@@ -90,7 +93,8 @@ pub struct EventDecoder {
 }
 
 impl EventDecoder {
-    /// Decodes one batch. Records of a type whose schema never arrived are skipped.
+    /// Decodes one batch. Records of a type whose schema never arrived are counted in
+    /// [`Batch::unreadable`].
     pub fn batch(&mut self, batch: v1::EventBatch) -> Batch {
         for s in &batch.schemas {
             if let Some(schema) = schema(s) {
@@ -101,9 +105,11 @@ impl EventDecoder {
             self.names.insert(th.id, th.name);
         }
         let mut events = Vec::new();
+        let mut unreadable = 0;
         for block in batch.blocks {
             for r in Records::new(block.thread, &block.records).flatten() {
                 let Some(s) = self.schemas.get(&r.header.type_id) else {
+                    unreadable += 1;
                     continue;
                 };
                 let values = decode(s, r.payload).unwrap_or_default();
@@ -124,6 +130,7 @@ impl EventDecoder {
         Batch {
             lost: batch.lost,
             events,
+            unreadable,
         }
     }
 
