@@ -22,6 +22,10 @@ const fmt = (x) => {
   return Number(x.toPrecision(5)).toString();
 };
 
+// Text and attributes are written only when they change: most ticks change nothing on screen.
+const setText = (e, s) => { if (e.textContent !== s) e.textContent = s; };
+const setClass = (e, s) => { if (e.getAttribute('class') !== s) e.setAttribute('class', s); };
+
 const S = {
   processes: new Map(), series: new Map(), stats: {}, groups: {}, log: [], alerts: [],
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
@@ -89,8 +93,9 @@ function connect() {
   };
   ws.onmessage = (ev) => {
     const m = JSON.parse(ev.data);
+    // The oldest update not yet drawn: how far behind the page is, drawing included.
+    if (m.sent_ms && !S.sentMs) S.sentMs = m.sent_ms;
     handle(m);
-    if (m.sent_ms) keepingUp(Date.now() - m.sent_ms);
   };
 }
 
@@ -153,10 +158,30 @@ function handle(m) {
       S.selected = live ? live.pid : null;
     }
   }
-  render();
+  scheduleRender();
 }
 
 // ---- rendering --------------------------------------------------------------------------
+// Updates arrive 25 times a second; the page draws at most once a frame, whatever came since
+// the last. A page that falls behind (a slow machine, a hidden tab) draws less, not later.
+function scheduleRender() {
+  if (S.renderQueued) return;
+  S.renderQueued = true;
+  requestAnimationFrame(() => {
+    S.renderQueued = false;
+    render();
+    if (S.sentMs) { keepingUp(Date.now() - S.sentMs); S.sentMs = 0; }
+  });
+}
+
+// Rebuilds `box`'s children only when `key` changed since the last time: most ticks change
+// nothing on screen, and a node rebuilt under the pointer loses the user's click.
+function rebuild(box, key, build) {
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...build());
+}
+
 function render() {
   renderReplay();
   renderPrograms();
@@ -180,41 +205,48 @@ const SOURCES = {
   replay: 'a recorded trace, replayed',
 };
 
+// The list of programs is rebuilt only when programs come or go; rates are written in place,
+// so an entry stays put under the pointer while the program runs.
 function renderPrograms() {
   const nav = $('programs');
-  nav.replaceChildren(el('h2', { style: 'padding:0 14px 6px' }, 'Programs'));
-  for (const p of S.processes.values()) {
-    const rate = Object.values(p.types).reduce((a, t) => a + t.rate, 0);
-    const item = el('div', {
-      class: `prog${p.pid === S.selected ? ' sel' : ''}${p.alive ? '' : ' gone'}`,
-      'data-pid': p.pid,
+  const key = [...S.processes.values()].map((p) => `${p.pid}:${p.source}:${p.command}`).join('|');
+  rebuild(nav, key, () => [el('h2', { style: 'padding:0 14px 6px' }, 'Programs'),
+    ...[...S.processes.values()].map((p) => el('div', {
+      class: 'prog', 'data-pid': p.pid,
       onclick: () => { S.selected = p.pid; S.objectsKey = ''; S.sensorsKey = ''; render(); },
     },
-    el('div', {}, el('span', { class: 'pid' }, `pid ${p.pid}`), ' ',
-      el('span', { class: 'muted' }, p.source === 'replay' ? 'recording' : p.alive ? `${fmt(rate)} ev/s` : 'exited'),
+    el('div', {}, el('span', { class: 'pid' }, `pid ${p.pid}`), ' ', el('span', { class: 'muted rate' }),
       ' ', el('span', { class: 'src', title: SOURCES[p.source] || '' }, p.source)),
-    el('div', { class: 'cmd' }, p.command));
-    if (p.pid === S.selected && p.threads.length) {
-      item.append(el('div', { class: 'threads' },
-        ...p.threads.map((t) => el('div', {}, `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`))));
-    }
-    nav.append(item);
+    el('div', { class: 'cmd' }, p.command),
+    el('div', { class: 'threads' })))]);
+  for (const item of nav.querySelectorAll('.prog')) {
+    const p = S.processes.get(Number(item.dataset.pid));
+    if (!p) continue;
+    const rate = Object.values(p.types).reduce((a, t) => a + t.rate, 0);
+    setClass(item, `prog${p.pid === S.selected ? ' sel' : ''}${p.alive ? '' : ' gone'}`);
+    setText(item.querySelector('.rate'), p.source === 'replay' ? 'recording' : p.alive ? `${fmt(rate)} ev/s` : 'exited');
+    const threads = item.querySelector('.threads');
+    const shown = p.pid === S.selected ? p.threads : [];
+    threads.hidden = !shown.length;
+    rebuild(threads, shown.map((t) => `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`).join('\n'),
+      () => shown.map((t) => el('div', {}, `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`)));
   }
 }
 
 function renderHeader(p) {
   // The program's own name for itself: its first steering object, else its binary.
   const name = p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
-  $('title').textContent = `${name} · pid ${p.pid}`;
+  setText($('title'), `${name} · pid ${p.pid}`);
   const st = $('state');
-  st.textContent = p.source === 'replay' ? 'replay' : p.alive ? (p.state || 'running') : 'exited';
-  st.className = `badge${p.paused ? ' paused' : ''}${p.alive ? '' : ' gone'}`;
+  setText(st, p.source === 'replay' ? 'replay' : p.alive ? (p.state || 'running') : 'exited');
+  setClass(st, `badge${p.paused ? ' paused' : ''}${p.alive ? '' : ' gone'}`);
   st.setAttribute('data-testid', 'state');
   $('pause').disabled = !p.alive || p.paused;
   $('resume').disabled = !p.alive || !p.paused;
   $('step').disabled = !p.alive || !p.paused;
   const rate = Object.values(p.types).reduce((a, t) => a + t.rate, 0);
-  $('counters').replaceChildren(...[
+  const rec = S.hub && S.hub.recording;
+  rebuild($('counters'), JSON.stringify([rate, p.received, p.missed + p.lost, Object.keys(p.types).length, p.threads.length, rec]), () => [
     el('span', {}, el('b', {}, fmt(rate)), ' events/s'),
     el('span', {}, el('b', {}, p.received.toLocaleString()), ' received by the hub'),
     el('span', {}, el('b', {}, (p.missed + p.lost).toLocaleString()), ' lost'),
@@ -288,12 +320,24 @@ function addChart(id) {
   S.charts.push(c);
 }
 
+// Axis labels with as many decimals as the tick spacing needs: a series varying in its
+// fourth digit gets four, not five equal labels.
+function tickLabels(u, vals, _axis, _space, incr) {
+  const decimals = incr > 0 ? Math.min(12, Math.max(0, Math.ceil(-Math.log10(incr) - 1e-9))) : 3;
+  return vals.map((v) => {
+    const a = Math.abs(v);
+    if (v === 0) return '0';
+    if (a >= 1e6 || decimals > 5) return Number(v.toPrecision(4)).toExponential();
+    return v.toFixed(decimals);
+  });
+}
+
 function makePlot(c) {
   const width = Math.max(320, (c.area.clientWidth || c.box.clientWidth || 440) - 4);
   const opts = {
     width, height: 170, legend: { show: false }, cursor: { drag: { x: false, y: false } },
     scales: { x: { time: false }, y: c.log ? { distr: 3 } : {} },
-    axes: [{ label: 'program time (s)', size: 34, labelSize: 14 }, { size: 64, values: (u, vals) => vals.map((v) => Number(v.toPrecision(3)).toString()) }],
+    axes: [{ label: 'program time (s)', size: 34, labelSize: 14 }, { size: 70, values: tickLabels }],
     series: [{}, { stroke: '#2f6fde', width: 1.5, points: { show: false } }],
   };
   const s = S.series.get(c.id) || { x: [], y: [] };
@@ -325,9 +369,6 @@ const arcPath = (f0, f1, r) => {
   return `M${x0.toFixed(2)} ${y0.toFixed(2)}A${r} ${r} 0 0 1 ${x1.toFixed(2)} ${y1.toFixed(2)}`;
 };
 const clamp = (x, a, b) => Math.min(b, Math.max(a, x));
-// Text and attributes are written only when they change: most ticks change nothing on screen.
-const setText = (e, s) => { if (e.textContent !== s) e.textContent = s; };
-const setClass = (e, s) => { if (e.getAttribute('class') !== s) e.setAttribute('class', s); };
 
 function loadGauges() {
   let v;
@@ -618,20 +659,26 @@ function renderBars(p) {
     if (opts.includes(keep)) pick.value = keep;
   }
   const bars = $('bars');
-  if (!pick.value) { bars.replaceChildren(el('p', { class: 'muted' }, 'No per-domain or per-worker events yet.')); return; }
+  if (!pick.value) { rebuild(bars, 'none', () => [el('p', { class: 'muted' }, 'No per-domain or per-worker events yet.')]); return; }
   const [pid, ty, g, f] = pick.value.split('/');
   const groups = S.groups[`${pid}/${ty}/${g}`] || {};
   const rows = Object.entries(groups).filter(([, v]) => f in v).sort((a, b) => Number(a[0]) - Number(b[0]));
   const vals = rows.map(([, v]) => v[f]);
-  const max = Math.max(...vals, 1e-12);
+  // A balance (max ÷ mean, bars over 1.2 × the mean in red) means something for amounts like
+  // time or work, which are never negative; other values get plain bars of their magnitude.
+  const amounts = vals.every((v) => v >= 0);
+  const max = Math.max(...vals.map(Math.abs), 1e-12);
   const mean = vals.reduce((a, b) => a + b, 0) / (vals.length || 1);
   bars.className = 'bars';
-  bars.replaceChildren(...rows.map(([k, v]) => el('div', { class: 'row' },
+  rebuild(bars, `${pick.value}:${JSON.stringify(rows)}`, () => [...rows.map(([k, v]) => el('div', { class: 'row' },
     el('span', { class: 'label' }, `${g} ${k}`),
-    el('div', { class: 'track' }, el('div', { class: `fill${v[f] > 1.2 * mean ? ' hot' : ''}`, style: `width:${(100 * v[f] / max).toFixed(1)}%` })),
+    el('div', { class: 'track' }, el('div', { class: `fill${amounts && v[f] > 1.2 * mean ? ' hot' : ''}`, style: `width:${(100 * Math.abs(v[f]) / max).toFixed(1)}%` })),
     el('span', { class: 'val' }, fmt(v[f])))),
-  el('div', { class: 'stats' }, `max ÷ mean ${fmt(max / (mean || 1))}: red bars are over 1.2 × the mean`));
+  el('div', { class: 'stats' }, amounts
+    ? `max ÷ mean ${fmt(max / (mean || 1))}: red bars are over 1.2 × the mean`
+    : 'bars show each value\'s magnitude (some are below zero: no balance ratio)')]);
 }
+
 
 function range(a) {
   if (a.min === null && a.max === null) return '';
@@ -750,25 +797,34 @@ function renderSensors(p) {
 }
 
 function renderThreads(p) {
+  const key = JSON.stringify([p.pid, p.threads, p.types]);
+  rebuild($('threads'), key, () => threadTables(p));
+}
+
+function threadTables(p) {
   const t = el('table');
   t.append(el('tr', {}, el('th', {}, 'thread'), el('th', {}, 'events'), el('th', {}, 'per second')));
   for (const th of p.threads) t.append(el('tr', {}, el('td', {}, th.name || `#${th.id}`), el('td', { class: 'num' }, th.count.toLocaleString()), el('td', { class: 'num' }, fmt(th.rate))));
   const types = el('table');
   types.append(el('tr', {}, el('th', {}, 'event type'), el('th', {}, 'events'), el('th', {}, 'per second')));
   for (const [name, ty] of Object.entries(p.types)) types.append(el('tr', {}, el('td', {}, name), el('td', { class: 'num' }, ty.count.toLocaleString()), el('td', { class: 'num' }, fmt(ty.rate))));
-  $('threads').replaceChildren(t, el('div', { style: 'height:8px' }), types);
+  return [t, el('div', { style: 'height:8px' }), types];
 }
 
 function renderLog(p) {
   const mine = S.log.filter((e) => e.pid === p.pid).slice(-200);
   const box = $('log');
   const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
-  box.replaceChildren(...(mine.length ? mine.map((e) => el('div', { class: e.error ? 'refused' : '' },
-    `${e.t.toFixed(3)}s  ${e.who}  ${e.action}${e.error ? '  REFUSED: ' + e.error : ''}`)) : [el('p', { class: 'muted' }, 'Nothing steered yet.')]));
+  const last = mine[mine.length - 1];
+  rebuild(box, `${p.pid}:${mine.length}:${last ? `${last.t}/${last.action}` : ''}`, () => (mine.length
+    ? mine.map((e) => el('div', { class: e.error ? 'refused' : '' },
+      `${e.t.toFixed(3)}s  ${e.who}  ${e.action}${e.error ? '  REFUSED: ' + e.error : ''}`))
+    : [el('p', { class: 'muted' }, 'Nothing steered yet.')]));
   if (atBottom) box.scrollTop = box.scrollHeight;
   const alerts = S.alerts.filter((a) => a.pid === p.pid).slice(-100);
   if (alerts.length) {
-    $('alerts').replaceChildren(...alerts.map((a) => el('div', { class: 'refused' },
+    const lastAlert = alerts[alerts.length - 1];
+    rebuild($('alerts'), `${p.pid}:${alerts.length}:${lastAlert.t}`, () => alerts.map((a) => el('div', { class: 'refused' },
       `${a.t.toFixed(3)}s  ${Object.entries(a.fields).map(([k, v]) => `${k}: ${v}`).join(', ')}`)));
   }
 }
