@@ -110,6 +110,9 @@ impl Client {
 /// or, when the program is gone, an error saying so (exit code 1).
 pub(crate) fn refused(target: &str, s: tonic::Status) -> Failure {
     use tonic::Code;
+    // The text comes from the program (or a hub): control characters in it are shown, not
+    // sent to the terminal.
+    let message = crate::show::printable(s.message());
     match s.code() {
         Code::Unavailable | Code::Unknown | Code::Cancelled
             if s.message().contains("transport")
@@ -117,12 +120,9 @@ pub(crate) fn refused(target: &str, s: tonic::Status) -> Failure {
                 || s.message().contains("h2 protocol")
                 || s.message().contains("closed") =>
         {
-            Failure::from(anyhow::anyhow!(
-                "program {target} went away: {}",
-                s.message()
-            ))
+            Failure::from(anyhow::anyhow!("program {target} went away: {message}"))
         }
-        _ => Failure::input(anyhow::anyhow!("{}", s.message())),
+        _ => Failure::input(anyhow::anyhow!("{message}")),
     }
 }
 

@@ -483,6 +483,15 @@ fn requests_that_cannot_work_are_refused_with_readable_reasons() {
         "every N needs N ≥ 1; use `all` or `on`",
     );
     refused(d, &["step", pid, "0"], "1 or more");
+    // What the program says back is shown, never sent to the terminal as a control sequence.
+    let o = gyr(d, &["get", pid, "nbody.\u{1b}[2J\u{202e}dt"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("`\\u{1b}[2J\\u{202e}dt`"), "{err:?}");
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+        "{err:?}"
+    );
     // Numbers far out of range read as numbers, not 309 digits.
     let o = gyr(d, &["set", pid, "nbody.dt", "1e308"]);
     let err = String::from_utf8_lossy(&o.stderr);
