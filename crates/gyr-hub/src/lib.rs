@@ -19,7 +19,7 @@ mod web;
 
 pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
-pub use store::DEFAULT_RECORD_QUEUE;
+pub use store::DEFAULT_RECORD_QUEUE_BYTES;
 #[doc(hidden)]
 pub use web::{PageCommand, PageMessage, SteerAction, parse_page_command};
 
@@ -93,9 +93,10 @@ pub struct HubConfig {
     pub read_token: Option<String>,
     /// Write everything received to trace files in this directory.
     pub record: Option<PathBuf>,
-    /// Batches queued for the recording's writer at most ([`DEFAULT_RECORD_QUEUE`]); beyond
-    /// that, batches are dropped from the files and counted as lost there.
-    pub record_queue: usize,
+    /// Bytes of records queued for the recording's writer at most
+    /// ([`DEFAULT_RECORD_QUEUE_BYTES`]); beyond that, batches are dropped from the files and
+    /// counted as lost there.
+    pub record_queue_bytes: usize,
     /// Replay these trace files instead of watching running programs.
     pub replay: Vec<PathBuf>,
     /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
@@ -117,7 +118,7 @@ impl Default for HubConfig {
             token: None,
             read_token: None,
             record: None,
-            record_queue: DEFAULT_RECORD_QUEUE,
+            record_queue_bytes: DEFAULT_RECORD_QUEUE_BYTES,
             replay: Vec::new(),
             allow_hosts: Vec::new(),
             limits: gyr_proto::listen::Limits::default(),
@@ -250,16 +251,15 @@ impl Hub {
                 return Err(HubError::NoToken(addr));
             }
         }
-        let store =
-            match &config.record {
-                Some(dir) => Some(store::Store::start(dir, config.record_queue).map_err(
-                    |source| HubError::Record {
-                        dir: dir.clone(),
-                        source,
-                    },
-                )?),
-                None => None,
-            };
+        let store = match &config.record {
+            Some(dir) => Some(store::Store::start(dir, config.record_queue_bytes).map_err(
+                |source| HubError::Record {
+                    dir: dir.clone(),
+                    source,
+                },
+            )?),
+            None => None,
+        };
         let replay = if config.replay.is_empty() {
             None
         } else {

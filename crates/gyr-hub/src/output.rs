@@ -7,18 +7,18 @@
 
 use crate::model::Process;
 use gyr_core::record::{Records, push_record};
+use gyr_proto::batch_queue::{BatchReceiver, BatchSender, Refused, batch_queue};
 use gyr_proto::v1;
 use std::collections::HashSet;
 use std::sync::Mutex;
-use tokio::sync::mpsc::{Receiver, Sender, channel, error::TrySendError};
 
 /// Batches queued per subscriber before its batches are dropped and counted.
 const QUEUE: usize = 1024;
-
-type Item = Result<v1::EventBatch, tonic::Status>;
+/// Bytes of records queued per subscriber at most: what a stalled client costs the hub.
+const QUEUE_BYTES: usize = 32 << 20;
 
 struct Subscriber {
-    tx: Sender<Item>,
+    tx: BatchSender,
     pid: Option<u32>,
     types: Option<HashSet<String>>,
     threads: Option<HashSet<u64>>,
@@ -61,8 +61,8 @@ impl Outputs {
         pid: Option<u32>,
         types: Vec<String>,
         threads: Vec<u64>,
-    ) -> Receiver<Item> {
-        let (tx, rx) = channel(QUEUE);
+    ) -> BatchReceiver {
+        let (tx, rx) = batch_queue(QUEUE, QUEUE_BYTES);
         self.lock().push(Subscriber {
             tx,
             pid,
@@ -150,19 +150,18 @@ impl Outputs {
                 lost: std::mem::take(&mut sub.lost) + batch.lost,
                 pid: p.pid,
             };
-            match sub.tx.try_send(Ok(out)) {
+            match sub.tx.try_send(out) {
                 Ok(()) => {
                     sub.introduced.insert(key);
                     true
                 }
-                Err(TrySendError::Full(Ok(b))) => {
+                Err(Refused::Full(b)) => {
                     sub.lost += b.lost + n;
                     // What described the stream is sent again with the next batch that fits.
                     sub.introduced.remove(&key);
                     true
                 }
-                Err(TrySendError::Full(Err(_))) => true,
-                Err(TrySendError::Closed(_)) => false,
+                Err(Refused::Closed(_)) => false,
             }
         });
     }
@@ -200,7 +199,7 @@ mod tests {
         let mut decoder = gyr_proto::events::EventDecoder::default();
         let mut events = Vec::new();
         let mut unreadable = 0;
-        while let Ok(Ok(b)) = rx.try_recv() {
+        while let Some(Ok(b)) = rx.try_recv() {
             let b = decoder.batch(b);
             unreadable += b.unreadable;
             events.extend(b.events);

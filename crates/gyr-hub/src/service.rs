@@ -277,12 +277,12 @@ impl v1::gyr_server::Gyr for HubService {
                 .is_some_and(|p| p.finished());
             if finished {
                 // Its stream is over: an empty stream that ends at once.
-                tokio::sync::mpsc::channel(1).1
+                gyr_proto::batch_queue::batch_queue(1, 1).1
             } else {
                 self.shared.outputs.subscribe(pid, r.types, r.threads)
             }
         };
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(rx)))
     }
 
     type LogStream = BoxStream<v1::LogEntry>;

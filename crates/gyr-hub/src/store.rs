@@ -22,8 +22,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Batches queued for the writer thread, by default: about a few seconds of a busy program.
-pub const DEFAULT_RECORD_QUEUE: usize = 4096;
+/// Bytes of records queued for the writer thread, by default: about a second of a program
+/// emitting 1 M events/s. Bounded in bytes, not batches, because a batch may hold one record
+/// or a megabyte of them: the hub's memory must not depend on how programs batch.
+pub const DEFAULT_RECORD_QUEUE_BYTES: usize = 64 << 20;
+
+/// What a batch weighs in the writer's queue: its records (and a little for the rest).
+fn batch_bytes(b: &v1::EventBatch) -> usize {
+    64 + b.blocks.iter().map(|k| 32 + k.records.len()).sum::<usize>()
+}
 
 /// Output buffer of each file: trace chunks are about 1 MiB, written in few large writes.
 const FILE_BUFFER: usize = 1 << 20;
@@ -87,7 +94,7 @@ pub(crate) struct Store {
     dir: PathBuf,
     tx: Option<Sender<Msg>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// Batches queued and not yet written, and how many may be.
+    /// Bytes of records queued and not yet written, and how many may be.
     queued: Arc<AtomicUsize>,
     capacity: usize,
     programs: Mutex<HashMap<Key, Program>>,
@@ -97,7 +104,8 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// Starts writing into `dir` (created if missing), with at most `capacity` batches queued.
+    /// Starts writing into `dir` (created if missing), with at most `capacity` bytes of
+    /// records queued.
     pub(crate) fn start(dir: &Path, capacity: usize) -> std::io::Result<Store> {
         std::fs::create_dir_all(dir)?;
         let probe = dir.join(".gyr-hub-write-test");
@@ -150,8 +158,9 @@ impl Store {
             described: false,
         });
         // Only this function adds to `queued`, under the lock: the check cannot be overtaken.
+        let size = batch_bytes(&batch);
         let sent = self.queued.load(Ordering::Acquire) < self.capacity && {
-            self.queued.fetch_add(1, Ordering::AcqRel);
+            self.queued.fetch_add(size, Ordering::AcqRel);
             let msg = Msg::Batch {
                 key,
                 header: prog.header.clone(),
@@ -163,7 +172,7 @@ impl Store {
             match tx.send(msg) {
                 Ok(()) => true,
                 Err(e) => {
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    self.queued.fetch_sub(size, Ordering::AcqRel);
                     if let Msg::Batch { ranges, .. } = e.0 {
                         prog.ranges = ranges;
                     }
@@ -434,7 +443,9 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 lost,
                 ranges,
             } => {
-                counts.queued.fetch_sub(1, Ordering::AcqRel);
+                counts
+                    .queued
+                    .fetch_sub(batch_bytes(&batch), Ordering::AcqRel);
                 if !file(&mut open, &mut failed, key, &header) {
                     counts.dropped.fetch_add(
                         batch

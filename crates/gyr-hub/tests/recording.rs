@@ -18,14 +18,14 @@ const PID: u32 = 4_000_001;
 const STARTED: u64 = 1_700_000_000_000_000_000;
 const THREAD: u64 = 7;
 
-fn hub(record: &Path, queue: usize) -> gyr_hub::Hub {
+fn hub(record: &Path, queue_bytes: usize) -> gyr_hub::Hub {
     gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: Some("127.0.0.1:0".parse().unwrap()),
         socket_dir: record.join("no-sockets"),
         discover: false,
         record: Some(record.to_owned()),
-        record_queue: queue,
+        record_queue_bytes: queue_bytes,
         ..Default::default()
     })
     .unwrap()
@@ -220,7 +220,7 @@ fn a_recording_whose_every_batch_is_dropped_still_says_what_was_lost() {
 fn a_recording_is_closed_only_after_the_last_batch_of_a_program_whose_server_went_away() {
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let hub = hub(dir.path(), gyr_hub::DEFAULT_RECORD_QUEUE);
+    let hub = hub(dir.path(), gyr_hub::DEFAULT_RECORD_QUEUE_BYTES);
     // The hub cannot reach the server the program names, so it marks the program gone while
     // its pushed stream still brings batches.
     let nowhere = dir.path().join("no-such-socket");
@@ -248,7 +248,7 @@ fn a_recording_is_closed_only_after_the_last_batch_of_a_program_whose_server_wen
 fn a_recording_under_overload_holds_or_counts_every_event() {
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    // A queue of one batch: whatever the writer's pace, batches are written or dropped, and a
+    // A queue of one byte, so of one batch at a time: whatever the writer's pace, batches are written or dropped, and a
     // new event type arrives in between.
     let hub = hub(dir.path(), 1);
     let (tx, task) = publisher(&rt, &hub, "");

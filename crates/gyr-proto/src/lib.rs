@@ -17,6 +17,7 @@
 //! field has a comment.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod batch_queue;
 pub mod connect;
 mod convert;
 pub mod events;

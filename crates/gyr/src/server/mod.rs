@@ -17,7 +17,7 @@ mod service;
 mod stream;
 
 pub use service::CLIENT_HEADER;
-pub use stream::DEFAULT_SUBSCRIBER_QUEUE;
+pub use stream::{DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
 pub(crate) use stream::{Fanout, FanoutSink};
 
 use discovery::Announcement;

@@ -9,6 +9,7 @@
 //! is the first batch the hub gets when it is back.
 
 use super::stream::Fanout;
+use gyr_proto::batch_queue::BatchReceiver;
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use std::time::Duration;
@@ -102,18 +103,18 @@ async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
 /// The push's queue, as the request's stream: when the connection goes down with batches
 /// still queued, their records are counted as missed.
 struct Unsent {
-    rx: tokio::sync::mpsc::Receiver<Result<v1::EventBatch, tonic::Status>>,
+    rx: BatchReceiver,
     fanout: Fanout,
 }
 
 impl tokio_stream::Stream for Unsent {
-    type Item = Result<v1::EventBatch, tonic::Status>;
+    type Item = gyr_proto::batch_queue::Item;
 
     fn poll_next(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        std::pin::Pin::new(&mut self.rx).poll_next(cx)
     }
 }
 
@@ -121,7 +122,7 @@ impl Drop for Unsent {
     fn drop(&mut self) {
         self.rx.close();
         let mut records = 0;
-        while let Ok(item) = self.rx.try_recv() {
+        while let Some(item) = self.rx.try_recv() {
             if let Ok(b) = item {
                 records += b.lost
                     + b.blocks

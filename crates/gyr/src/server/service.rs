@@ -515,7 +515,7 @@ impl v1::gyr_server::Gyr for GyrService {
         self.permission(&req)?;
         let r = req.into_inner();
         let rx = self.ctx.fanout.subscribe(r.types, r.threads);
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(rx)))
     }
 
     type LogStream = BoxStream<v1::LogEntry>;

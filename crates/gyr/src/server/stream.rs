@@ -8,20 +8,21 @@
 use crate::sink::Sink;
 use gyr_core::record::Records;
 use gyr_core::{Schema, ThreadInfo, TraceEnd};
+use gyr_proto::batch_queue::{BatchReceiver, BatchSender, Refused, batch_queue};
 use gyr_proto::events::{wire_schema, wire_thread};
 use gyr_proto::v1;
 use std::collections::HashSet;
 use std::io;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc::{Receiver, Sender, channel, error::TrySendError};
 
 /// Batches queued per subscriber before its batches are dropped and counted.
 pub const DEFAULT_SUBSCRIBER_QUEUE: usize = 256;
-
-type Item = Result<v1::EventBatch, tonic::Status>;
+/// Bytes of records queued per subscriber at most (a batch may be a whole ring): what a
+/// stalled client can cost the program's memory.
+pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 16 << 20;
 
 struct Subscriber {
-    tx: Sender<Item>,
+    tx: BatchSender,
     types: Option<HashSet<String>>,
     type_ids: HashSet<u32>,
     threads: Option<HashSet<u64>>,
@@ -40,8 +41,8 @@ impl Subscriber {
         types: Vec<String>,
         threads: Vec<u64>,
         publisher: bool,
-    ) -> (Self, Receiver<Item>) {
-        let (tx, rx) = channel(DEFAULT_SUBSCRIBER_QUEUE);
+    ) -> (Self, BatchReceiver) {
+        let (tx, rx) = batch_queue(DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES);
         let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
         let type_ids = st
             .schemas
@@ -88,7 +89,7 @@ impl Fanout {
     }
 
     /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
-    pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> Receiver<Item> {
+    pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> BatchReceiver {
         let mut st = self.lock();
         let (sub, rx) = Subscriber::new(&st, types, threads, false);
         st.subscribers.push(sub);
@@ -98,7 +99,7 @@ impl Fanout {
     /// The push to a hub, (re)connected: a queue of every event, starting with every schema
     /// and thread (a new hub knows none), and the count of records emitted since the last
     /// connection went down that it never got. The subscription outlives the connection.
-    pub(crate) fn subscribe_publisher(&self) -> (Receiver<Item>, u64) {
+    pub(crate) fn subscribe_publisher(&self) -> (BatchReceiver, u64) {
         let mut st = self.lock();
         let (mut sub, rx) = Subscriber::new(&st, Vec::new(), Vec::new(), true);
         match st.subscribers.iter_mut().find(|s| s.publisher) {
@@ -162,10 +163,10 @@ impl Sink for FanoutSink {
         let mut st = self.0.lock();
         for sub in st.subscribers.drain(..) {
             if sub.lost > 0 {
-                let _ = sub.tx.try_send(Ok(v1::EventBatch {
+                let _ = sub.tx.try_send(v1::EventBatch {
                     lost: sub.lost,
                     ..Default::default()
-                }));
+                });
             }
         }
         Ok(())
@@ -229,21 +230,20 @@ impl Sink for FanoutSink {
                 lost: std::mem::take(&mut sub.lost),
                 pid: 0,
             };
-            match sub.tx.try_send(Ok(batch)) {
+            match sub.tx.try_send(batch) {
                 Ok(()) => true,
-                Err(TrySendError::Full(Ok(b))) => {
+                Err(Refused::Full(b)) => {
                     // Keep what describes the stream; count the records.
                     sub.pending_schemas = b.schemas;
                     sub.pending_threads = b.threads;
                     sub.lost += b.lost + n;
                     true
                 }
-                Err(TrySendError::Full(Err(_))) => true,
-                Err(TrySendError::Closed(Ok(b))) if sub.publisher => {
+                Err(Refused::Closed(b)) if sub.publisher => {
                     sub.lost += b.lost + n;
                     true
                 }
-                Err(TrySendError::Closed(_)) => false,
+                Err(Refused::Closed(_)) => false,
             }
         });
         Ok(())
