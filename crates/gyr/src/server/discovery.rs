@@ -314,19 +314,12 @@ mod tests {
         pid
     }
 
-    #[test]
-    fn an_open_directory_is_refused_and_nothing_in_it_is_removed() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("gyr-shared");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let victim = d.path().join("precious.txt");
-        std::fs::write(&victim, "keep me").unwrap();
-        let pid = dead_pid();
+    /// An announcement of program `pid` in `dir` naming `socket`, as another user could write.
+    fn plant_announcement(dir: &Path, pid: u32, socket: &Path) {
         let a = Announcement {
             pid,
             command_line: vec![],
-            socket: victim.clone(),
+            socket: socket.to_owned(),
             tcp: None,
             started_unix_ns: 0,
             gyr_version: "0".into(),
@@ -336,6 +329,17 @@ mod tests {
             serde_json::to_vec(&a).unwrap(),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn an_open_directory_is_refused_and_nothing_in_it_is_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("gyr-shared");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let victim = d.path().join("precious.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        plant_announcement(&dir, dead_pid(), &victim);
         let e = discover_in(&dir).unwrap_err();
         assert!(matches!(e, DirError::NotPrivate { mode: 0o777, .. }), "{e}");
         assert!(e.to_string().contains("chmod 700"), "{e}");
@@ -353,32 +357,11 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let victim = outside.path().join("precious.txt");
         std::fs::write(&victim, "keep me").unwrap();
-        let pid = dead_pid();
-        let a = Announcement {
-            pid,
-            command_line: vec![],
-            socket: victim.clone(),
-            tcp: None,
-            started_unix_ns: 0,
-            gyr_version: "0".into(),
-        };
-        std::fs::write(
-            d.path().join(format!("{pid}.json")),
-            serde_json::to_vec(&a).unwrap(),
-        )
-        .unwrap();
+        plant_announcement(d.path(), dead_pid(), &victim);
         assert!(discover_in(d.path()).unwrap().is_empty());
         assert!(victim.exists());
         // A live pid naming a foreign socket is not listed either: clients would connect there.
-        let a = Announcement {
-            pid: std::process::id(),
-            ..a
-        };
-        std::fs::write(
-            d.path().join(format!("{}.json", a.pid)),
-            serde_json::to_vec(&a).unwrap(),
-        )
-        .unwrap();
+        plant_announcement(d.path(), std::process::id(), &victim);
         assert!(discover_in(d.path()).unwrap().is_empty());
     }
 
