@@ -9,6 +9,7 @@
 //! and gRPC clients ask ([`web`], [`service`]) is forwarded to the programs.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+mod heap;
 mod input;
 mod model;
 mod output;
@@ -240,6 +241,7 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, HubError> {
 impl Hub {
     /// Starts the hub on its own threads: discovery, analyses, the web server, the gRPC API.
     pub fn start(config: HubConfig) -> Result<Hub, HubError> {
+        heap::bound_growth();
         if let Some(t) = &config.token {
             gyr_proto::token::check("the steer token (--token, GYR_HUB_TOKEN)", t)?;
         }
