@@ -10,8 +10,8 @@
 
 use crate::figures::{percentile, r3};
 use gyr::Sensor;
+use gyr_client::events::EventDecoder;
 use gyr_core::record::{Records, push_record};
-use gyr_proto::events::EventDecoder;
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use serde_json::json;
@@ -261,7 +261,7 @@ async fn simulated_process(
     rate: Option<f64>,
 ) -> anyhow::Result<u64> {
     let schema = schema();
-    let mut client = GyrClient::new(gyr_proto::connect::tcp(&addr).await?)
+    let mut client = GyrClient::new(gyr_client::connect::tcp(&addr).await?)
         .max_encoding_message_size(64 << 20)
         .max_decoding_message_size(64 << 20);
     let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -306,7 +306,7 @@ async fn simulated_process(
         }
         let b = v1::EventBatch {
             schemas: if first {
-                vec![gyr_proto::events::wire_schema(&schema)]
+                vec![gyr_proto::stream::wire_schema(&schema)]
             } else {
                 Vec::new()
             },
@@ -519,7 +519,7 @@ pub(crate) fn probe(hub: String, seconds: u64) -> anyhow::Result<()> {
 }
 
 async fn grpc_latency(addr: SocketAddr, until: Instant) -> anyhow::Result<Vec<f64>> {
-    let mut c = GyrClient::new(gyr_proto::connect::tcp(&addr.to_string()).await?);
+    let mut c = GyrClient::new(gyr_client::connect::tcp(&addr.to_string()).await?);
     let mut stream = c
         .subscribe(v1::SubscribeRequest {
             types: vec!["bench.hub_probe".into()],

@@ -196,7 +196,7 @@ pub(crate) fn run(json: bool, seconds: u64) -> anyhow::Result<()> {
 /// Counts the soak events the hub streams to a subscriber of every program, and the losses it
 /// reports, until the stream ends.
 async fn subscribe(grpc: String) -> anyhow::Result<(u64, u64)> {
-    let mut c = GyrClient::new(gyr_proto::connect::tcp(&grpc).await?);
+    let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await?);
     let mut stream = c
         .subscribe(v1::SubscribeRequest {
             types: vec![TYPE.into()],
@@ -308,7 +308,7 @@ fn wait_until_listed(hub: &str) -> anyhow::Result<()> {
     let me = std::process::id();
     rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(20);
-        let mut c = GyrClient::new(gyr_proto::connect::tcp(hub).await?);
+        let mut c = GyrClient::new(gyr_client::connect::tcp(hub).await?);
         loop {
             let listed = c
                 .list_processes(v1::ListProcessesRequest {})

@@ -228,7 +228,7 @@ fn transport(socket: &std::path::Path, n: usize) -> anyhow::Result<Wire> {
         .enable_all()
         .build()?;
     let wire = rt.block_on(async {
-        let channel = gyr_proto::connect::unix(socket).await?;
+        let channel = gyr_client::connect::unix(socket).await?;
         let mut c = GyrClient::new(channel);
         // Warm the connection.
         for _ in 0..100 {
@@ -396,7 +396,7 @@ fn nbody_once(on: bool, steps: u64, dir: &std::path::Path) -> anyhow::Result<(f6
                 .enable_all()
                 .build()?;
             rt.block_on(async {
-                let mut c = GyrClient::new(gyr_proto::connect::unix(socket).await?);
+                let mut c = GyrClient::new(gyr_client::connect::unix(socket).await?);
                 let mut stream = c
                     .subscribe(v1::SubscribeRequest::default())
                     .await?

@@ -172,11 +172,11 @@ fn follow_log(target: Target, after: u64, printer: Printer, stop: Arc<AtomicBool
 fn follow_events(target: Target, types: Vec<String>, printer: Printer, stop: Arc<AtomicBool>) {
     let mut s = match Session::connect(&target.program, target.token, "gyr-attach") {
         Ok(s) => s,
-        Err(f) => return say(&printer, format!("watch: {:#}", f.error)),
+        Err(e) => return say(&printer, format!("watch: {:#}", Failure::from(e).error)),
     };
     let mut stream = match s.subscribe(types, vec![]) {
         Ok(st) => st,
-        Err(f) => return say(&printer, format!("watch: {:#}", f.error)),
+        Err(e) => return say(&printer, format!("watch: {:#}", Failure::from(e).error)),
     };
     let mut decoder = show::EventDecoder::default();
     let gap = Duration::from_secs(1) / MAX_EVENT_LINES_PER_S;

@@ -145,7 +145,7 @@ pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
     let hub = start_hub(
         a.listen,
         a.allow_host.clone(),
-        gyr::server::discovery::socket_dir(),
+        gyr_client::discovery::socket_dir(),
     )?;
     let _md = spawn(
         &["md".into(), "--particles".into(), a.particles.to_string()],

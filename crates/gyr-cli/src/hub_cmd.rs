@@ -51,7 +51,7 @@ pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: a.listen,
         grpc: Some(a.grpc),
-        socket_dir: gyr::server::discovery::socket_dir(),
+        socket_dir: gyr_client::discovery::socket_dir(),
         discover: !a.no_discover,
         token: a.token,
         read_token: a.read_token,

@@ -168,12 +168,13 @@ struct Ctx {
 type Res<T> = Result<T, Box<EvalAltResult>>;
 
 impl Ctx {
-    fn fail(&self, f: Failure) -> Box<EvalAltResult> {
+    fn fail(&self, f: impl Into<Failure>) -> Box<EvalAltResult> {
+        let f = f.into();
         self.code.set(f.code);
         format!("{:#}", f.error).into()
     }
 
-    fn with<T>(&self, op: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Res<T> {
+    fn with<T, E: Into<Failure>>(&self, op: impl FnOnce(&mut Session) -> Result<T, E>) -> Res<T> {
         self.called.set(true);
         let mut s = self.session.borrow_mut();
         op(&mut s).map_err(|f| self.fail(f))

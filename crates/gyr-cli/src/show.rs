@@ -7,7 +7,7 @@
 //! human form: a hostile program must not move the cursor, clear the screen or reverse text.
 //! JSON output needs no such step; JSON escaping applies there.
 
-pub(crate) use gyr_proto::events::{Event, EventDecoder};
+pub(crate) use gyr_client::events::{Event, EventDecoder};
 use gyr_proto::v1;
 use std::borrow::Cow;
 use std::fmt::Write;

@@ -6,7 +6,7 @@ use crate::Failure;
 use crate::client::Session;
 use crate::show;
 use clap::{Args, Subcommand};
-use gyr::server::discovery;
+use gyr_client::discovery;
 use gyr_proto::v1;
 use std::io::Write;
 use std::process::ExitCode;
@@ -55,7 +55,7 @@ fn print(text: &str) -> Result<(), Failure> {
 
 impl Target {
     fn session(&self) -> Result<Session, Failure> {
-        Session::connect(&self.program, self.token.clone(), "gyr-cli")
+        Session::connect(&self.program, self.token.clone(), "gyr-cli").map_err(Failure::from)
     }
 }
 

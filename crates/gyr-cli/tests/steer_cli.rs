@@ -741,7 +741,7 @@ fn raw_client(
         .build()
         .unwrap();
     let channel = rt
-        .block_on(gyr_proto::connect::unix(dir.join(format!("{pid}.sock"))))
+        .block_on(gyr_client::connect::unix(dir.join(format!("{pid}.sock"))))
         .unwrap();
     (rt, gyr_proto::v1::gyr_client::GyrClient::new(channel))
 }

@@ -36,7 +36,12 @@ fn every_rust_file_opens_with_a_module_doc() {
     assert!(files.len() > 10);
     let missing: Vec<_> = files
         .iter()
-        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            // A crate root may take its doc from the crate's README.
+            !(text.starts_with("//!")
+                || text.starts_with("#![doc = include_str!(\"../README.md\")]"))
+        })
         .map(|f| f.strip_prefix(root()).unwrap().display().to_string())
         .collect();
     assert!(
@@ -60,4 +65,193 @@ fn architecture_md_names_every_crate() {
             }
         }
     }
+}
+
+/// One forbidden arrow of ARCHITECTURE.md's "Forbidden arrows" block: `FROM -> TO, ...` or
+/// `FROM -> * except A, B`, where `*` on the left is every crate of ours and `examples/*` every
+/// example.
+#[derive(Debug)]
+struct Rule {
+    line: String,
+    from: String,
+    to: Vec<String>,
+    any_but: Option<Vec<String>>,
+    planned: bool,
+}
+
+fn forbidden_arrows(arch: &str) -> Vec<Rule> {
+    let start = arch
+        .find("## Forbidden arrows")
+        .expect("ARCHITECTURE.md has a `## Forbidden arrows` section");
+    let section = &arch[start..];
+    let block_start = section
+        .find("```text\n")
+        .expect("the section holds a ```text block")
+        + 8;
+    let block = &section[block_start..];
+    let block = &block[..block.find("```").expect("the ```text block ends")];
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(|w| w.trim().to_owned())
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (rule, planned) = match l.strip_suffix("(planned)") {
+                Some(r) => (r.trim(), true),
+                None => (l, false),
+            };
+            let (from, to) = rule
+                .split_once("->")
+                .unwrap_or_else(|| panic!("`{l}` is not `FROM -> TO`"));
+            let to = to.trim();
+            let (to, any_but) = if to == "*" {
+                (vec!["*".to_owned()], Some(vec![]))
+            } else if let Some(rest) = to.strip_prefix("* except") {
+                (vec!["*".to_owned()], Some(list(rest)))
+            } else {
+                (list(to), None)
+            };
+            Rule {
+                line: l.to_owned(),
+                from: from.trim().to_owned(),
+                to,
+                any_but,
+                planned,
+            }
+        })
+        .collect()
+}
+
+/// Our crates (name, whether an example) and the crates of ours each depends on, for building
+/// or running (not for its tests), as `cargo metadata` reports them.
+fn our_dependency_graph() -> Vec<(String, bool, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let ours: Vec<String> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().unwrap().to_owned();
+            let example = p["manifest_path"].as_str().unwrap().contains("/examples/");
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].as_str() != Some("dev"))
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .filter(|d| ours.contains(d))
+                .collect();
+            (name, example, deps)
+        })
+        .collect()
+}
+
+/// Which arrows of `graph` the `rules` forbid, as "from -> to (rule)".
+fn violations(rules: &[Rule], graph: &[(String, bool, Vec<String>)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, example, deps) in graph {
+        for rule in rules {
+            let applies = match rule.from.as_str() {
+                "*" => true,
+                "examples/*" => *example,
+                name => name == from,
+            };
+            if !applies {
+                continue;
+            }
+            for dep in deps {
+                let forbidden = match &rule.any_but {
+                    Some(allowed) => !allowed.contains(dep),
+                    None => rule.to.contains(dep),
+                };
+                if forbidden {
+                    found.push(format!("{from} -> {dep} (forbidden by `{}`)", rule.line));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_crate_depends_on_one_it_must_not() {
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let rules = forbidden_arrows(&arch);
+    assert!(rules.len() >= 6, "too few rules read: {rules:?}");
+    let graph = our_dependency_graph();
+    let names: Vec<&str> = graph.iter().map(|(n, _, _)| n.as_str()).collect();
+    for rule in &rules {
+        for name in std::iter::once(&rule.from).chain(&rule.to) {
+            let known = matches!(name.as_str(), "*" | "examples/*") || names.contains(&&**name);
+            assert!(
+                known || rule.planned,
+                "`{}` in ARCHITECTURE.md names `{name}`, which is not a crate of the workspace \
+                 (mark a rule for a crate still to come `(planned)`)",
+                rule.line
+            );
+        }
+    }
+    let found = violations(&rules, &graph);
+    assert!(
+        found.is_empty(),
+        "dependencies ARCHITECTURE.md forbids: {found:#?}"
+    );
+}
+
+#[test]
+fn the_arrows_check_catches_a_forbidden_dependency() {
+    let rules = forbidden_arrows(
+        "## Forbidden arrows\n```text\ngyr-core -> *\ngyr-proto -> * except gyr-core\n\
+         gyr-hub -> gyr\n* -> gyr-cli\nexamples/* -> gyr-hub\n```\n",
+    );
+    let graph = |from: &str, example: bool, deps: &[&str]| {
+        vec![(
+            from.to_owned(),
+            example,
+            deps.iter().map(|d| d.to_string()).collect(),
+        )]
+    };
+    assert_eq!(
+        violations(&rules, &graph("gyr-hub", false, &["gyr"])).len(),
+        1
+    );
+    assert_eq!(
+        violations(&rules, &graph("gyr-core", false, &["gyr-proto"])).len(),
+        1
+    );
+    assert!(violations(&rules, &graph("gyr-proto", false, &["gyr-core"])).is_empty());
+    assert_eq!(
+        violations(&rules, &graph("gyr-proto", false, &["gyr"])).len(),
+        1
+    );
+    assert_eq!(
+        violations(&rules, &graph("gyr-bench", false, &["gyr-cli"])).len(),
+        1
+    );
+    assert_eq!(violations(&rules, &graph("x", true, &["gyr-hub"])).len(), 1);
+    assert!(violations(&rules, &graph("x", false, &["gyr-hub"])).is_empty());
 }

@@ -13,7 +13,7 @@
 
 use crate::Shared;
 use crate::model::{Process, Source};
-use gyr::server::{CLIENT_HEADER, discovery};
+use gyr_client::{CLIENT_HEADER, discovery};
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use std::path::PathBuf;
@@ -68,8 +68,8 @@ impl Address {
 
     async fn connect(&self) -> Result<Channel, tonic::transport::Error> {
         match self {
-            Address::Unix(p) => gyr_proto::connect::unix(p).await,
-            Address::Tcp(a) => gyr_proto::connect::tcp(a).await,
+            Address::Unix(p) => gyr_client::connect::unix(p).await,
+            Address::Tcp(a) => gyr_client::connect::tcp(a).await,
         }
     }
 }

@@ -50,7 +50,7 @@ pub enum HubError {
     NoToken(SocketAddr),
     /// A token too short to guard anything.
     #[error(transparent)]
-    BadToken(#[from] gyr_proto::token::TokenError),
+    BadToken(#[from] gyr_client::token::TokenError),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source} (is another hub running? try --listen 127.0.0.1:0)")]
     Bind {
@@ -88,7 +88,7 @@ pub struct HubConfig {
     /// Whether to attach to the programs announced there.
     pub discover: bool,
     /// The steer token: required when an address is not loopback; at least
-    /// [`gyr_proto::token::MIN_TOKEN_LEN`] characters.
+    /// [`gyr_client::token::MIN_TOKEN_LEN`] characters.
     pub token: Option<String>,
     /// A token that may watch but not steer; as long as the steer token must be.
     pub read_token: Option<String>,
@@ -114,7 +114,7 @@ impl Default for HubConfig {
         HubConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7070)),
             grpc: Some(SocketAddr::from(([127, 0, 0, 1], 7071))),
-            socket_dir: gyr::server::discovery::socket_dir(),
+            socket_dir: gyr_client::discovery::socket_dir(),
             discover: true,
             token: None,
             read_token: None,
@@ -138,7 +138,7 @@ pub(crate) struct Access {
 impl Access {
     /// Whether `token` may watch (`Some(false)`), steer (`Some(true)`), or nothing (`None`).
     pub(crate) fn check(&self, token: Option<&str>) -> Option<bool> {
-        use gyr_proto::token::matches;
+        use gyr_client::token::matches;
         match (&self.steer, token) {
             (None, _) => Some(true),
             (Some(s), Some(t)) if matches(t, s) => Some(true),
@@ -243,10 +243,10 @@ impl Hub {
     pub fn start(config: HubConfig) -> Result<Hub, HubError> {
         heap::bound_growth();
         if let Some(t) = &config.token {
-            gyr_proto::token::check("the steer token (--token, GYR_HUB_TOKEN)", t)?;
+            gyr_client::token::check("the steer token (--token, GYR_HUB_TOKEN)", t)?;
         }
         if let Some(t) = &config.read_token {
-            gyr_proto::token::check("the read token (--read-token, GYR_HUB_READ_TOKEN)", t)?;
+            gyr_client::token::check("the read token (--read-token, GYR_HUB_READ_TOKEN)", t)?;
         }
         for addr in std::iter::once(config.listen).chain(config.grpc) {
             if !addr.ip().is_loopback() && config.token.is_none() {

@@ -339,7 +339,7 @@ impl Process {
             return;
         }
         self.wire_schemas
-            .push(gyr_proto::events::wire_schema(&schema));
+            .push(gyr_proto::stream::wire_schema(&schema));
         self.types.insert(schema.id, TypeState::new(schema));
     }
 
@@ -348,7 +348,7 @@ impl Process {
         let th = self.threads.entry(t.id).or_default();
         if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
             th.name = t.name.clone();
-            self.wire_threads.push(gyr_proto::events::wire_thread(t));
+            self.wire_threads.push(gyr_proto::stream::wire_thread(t));
         }
     }
 
@@ -356,13 +356,13 @@ impl Process {
     pub(crate) fn ingest_batch(&mut self, b: &v1::EventBatch) -> u64 {
         self.missed += b.lost;
         for s in &b.schemas {
-            match gyr_proto::events::schema(s) {
+            match gyr_proto::stream::schema(s) {
                 Some(s) => self.add_schema(s),
                 None => self.unreadable += 1,
             }
         }
         for t in &b.threads {
-            self.add_thread(&gyr_proto::events::thread(t));
+            self.add_thread(&gyr_proto::stream::thread(t));
         }
         let before = self.received;
         for block in &b.blocks {
@@ -449,7 +449,7 @@ impl Process {
                 seq: field("seq").parse().unwrap_or(0),
                 time_ns: h.timestamp,
                 who: field("who"),
-                action: gyr::steer::log::describe(
+                action: gyr_client::describe(
                     &field("action"),
                     &field("target"),
                     &field("before"),
@@ -786,7 +786,7 @@ pub(crate) mod tests {
             );
         }
         v1::EventBatch {
-            schemas: vec![gyr_proto::events::wire_schema(schema)],
+            schemas: vec![gyr_proto::stream::wire_schema(schema)],
             threads: vec![v1::ThreadInfo {
                 id: 1,
                 name: "main".into(),

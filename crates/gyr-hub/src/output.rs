@@ -186,7 +186,7 @@ mod tests {
         outputs.forward(&p, &first);
         // `energy` is described in a batch holding only `step` records ...
         let mut second = batch(&step, &[(2, vec![Value::UInt(2)])], 2);
-        second.schemas.push(gyr_proto::events::wire_schema(&energy));
+        second.schemas.push(gyr_proto::stream::wire_schema(&energy));
         second.threads.clear();
         p.ingest_batch(&second);
         outputs.forward(&p, &second);
@@ -196,7 +196,7 @@ mod tests {
         third.threads.clear();
         p.ingest_batch(&third);
         outputs.forward(&p, &third);
-        let mut decoder = gyr_proto::events::EventDecoder::default();
+        let mut decoder = gyr_client::events::EventDecoder::default();
         let mut events = Vec::new();
         let mut unreadable = 0;
         while let Some(Ok(b)) = rx.try_recv() {

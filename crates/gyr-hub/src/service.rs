@@ -6,7 +6,7 @@
 
 use crate::Shared;
 use crate::input::ProgramClient;
-use gyr::server::CLIENT_HEADER;
+use gyr_client::CLIENT_HEADER;
 use gyr_proto::{PROCESS_HEADER, PROTOCOL_VERSION, v1};
 use std::pin::Pin;
 use std::sync::Arc;

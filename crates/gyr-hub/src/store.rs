@@ -493,7 +493,7 @@ fn write_description(
 ) -> std::io::Result<()> {
     for s in schemas {
         if !o.schemas.contains(&s.id)
-            && let Some(s) = gyr_proto::events::schema(s)
+            && let Some(s) = gyr_proto::stream::schema(s)
         {
             o.schemas.insert(s.id);
             if s == gyr_core::lost_schema(s.id) {
@@ -504,7 +504,7 @@ fn write_description(
     }
     for t in threads {
         if o.threads.insert(t.id) {
-            o.writer.thread(&gyr_proto::events::thread(t))?;
+            o.writer.thread(&gyr_proto::stream::thread(t))?;
         }
     }
     Ok(())

@@ -192,7 +192,7 @@ fn idle_connections_cannot_fill_the_hub() {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
             let r = async {
-                let ch = gyr_proto::connect::tcp(&grpc.to_string()).await.ok()?;
+                let ch = gyr_client::connect::tcp(&grpc.to_string()).await.ok()?;
                 GyrClient::new(ch)
                     .list_processes(v1::ListProcessesRequest {})
                     .await

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Program, command, http_get, next_json, wait_for};
-use gyr_proto::events::EventDecoder;
+use gyr_client::events::EventDecoder;
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ fn child_program() -> ! {
 fn req<T>(msg: T, pid: Option<u32>, token: Option<&str>) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.metadata_mut()
-        .insert(gyr::server::CLIENT_HEADER, "ports-test".parse().unwrap());
+        .insert(gyr_client::CLIENT_HEADER, "ports-test".parse().unwrap());
     if let Some(p) = pid {
         r.metadata_mut()
             .insert(gyr_proto::PROCESS_HEADER, p.to_string().parse().unwrap());
@@ -100,7 +100,7 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let ch: Channel = gyr_proto::connect::tcp(&grpc.to_string()).await.unwrap();
+        let ch: Channel = gyr_client::connect::tcp(&grpc.to_string()).await.unwrap();
         let mut c = GyrClient::new(ch);
         let hello = c
             .handshake(req(v1::HandshakeRequest::default(), None, None))
@@ -424,7 +424,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
 
         let grpc = hub.grpc_addr().unwrap().to_string();
-        let mut c = GyrClient::new(gyr_proto::connect::tcp(&grpc).await.unwrap());
+        let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await.unwrap());
         let e = c
             .list_processes(req(v1::ListProcessesRequest {}, None, None))
             .await

@@ -47,7 +47,7 @@ fn hello(steer_address: &str) -> v1::PublishMessage {
 }
 
 fn schema(id: u32, name: &str) -> v1::Schema {
-    gyr_proto::events::wire_schema(
+    gyr_proto::stream::wire_schema(
         &Schema::new(id, name, vec![Field::new("n", FieldType::U64)]).unwrap(),
     )
 }
@@ -72,14 +72,14 @@ fn batch(i: u64, per: u64, type_id: u32, lost: u64) -> v1::PublishMessage {
         kind: Some(v1::publish_message::Kind::Batch(v1::EventBatch {
             schemas: if first {
                 vec![
-                    gyr_proto::events::wire_schema(&gyr_core::lost_schema(1)),
+                    gyr_proto::stream::wire_schema(&gyr_core::lost_schema(1)),
                     schema(2, "step"),
                 ]
             } else {
                 vec![]
             },
             threads: if first {
-                vec![gyr_proto::events::wire_thread(&ThreadInfo {
+                vec![gyr_proto::stream::wire_thread(&ThreadInfo {
                     id: THREAD,
                     name: "main".into(),
                     os_tid: 1,
@@ -111,7 +111,7 @@ fn publisher(
     tx.try_send(hello(steer_address)).unwrap();
     let grpc = hub.grpc_addr().unwrap().to_string();
     let task = rt.spawn(async move {
-        let mut c = GyrClient::new(gyr_proto::connect::tcp(&grpc).await.unwrap());
+        let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await.unwrap());
         c.publish(ReceiverStream::new(rx))
             .await
             .unwrap()

@@ -1,15 +1,15 @@
 //! gyr's wire protocol: the `gyr.v1` protobuf messages and the `Gyr` gRPC service, generated at
 //! build time from `proto/gyr/v1/*.proto`.
-//! Servers (an application's embedded server, the hub) and clients (the CLI, the web UI's
-//! bridge, the Python client) depend on this crate; the `.proto` files are the API boundary.
+//! Servers (an application's embedded server, the hub) and clients (`gyr-client`, and any
+//! gRPC client generated from the same files) depend on them; the `.proto` files are the API
+//! boundary.
 //!
 //! This crate provides:
 //! - [`v1`]: the messages, the `gyr_client::GyrClient` and `gyr_server::GyrServer`;
 //! - [`PROTOCOL_VERSION`];
-//! - [`connect`]: channels to a server over a Unix socket or TCP;
-//! - [`events`]: decoding the live event stream;
+//! - [`stream`]: the event stream's schemas and threads, converted to and from gyr-core's;
 //! - [`listen`]: accepting TCP connections within limits (how many, how long unauthenticated);
-//! - [`token`]: the rules for tokens guarding TCP listeners, and comparing them;
+//! - [`batch_queue`]: queues of event batches bounded in batches and in bytes;
 //! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
 //!   arrive as text typed by a user).
 //!
@@ -18,12 +18,10 @@
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod batch_queue;
-pub mod connect;
 mod convert;
-pub mod events;
 pub mod listen;
 pub mod short_errors;
-pub mod token;
+pub mod stream;
 pub use convert::Incoming;
 /// The shared byte buffer record blocks travel in.
 pub use prost::bytes::Bytes;

@@ -310,7 +310,7 @@ impl Builder {
 
     /// Also serve the steering API on TCP at `addr` (port 0: any free port), with a steer
     /// token (generated when `None`) and an optional read-only token. A token shorter than
-    /// [`gyr_proto::token::MIN_TOKEN_LEN`] is refused when the runtime starts: the server then
+    /// [`gyr_client::token::MIN_TOKEN_LEN`] is refused when the runtime starts: the server then
     /// says so on stderr and does not listen on TCP.
     #[cfg(feature = "server")]
     pub fn listen_tcp(

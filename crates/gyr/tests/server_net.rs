@@ -18,7 +18,7 @@ fn child() -> ! {
         Some((addr, _)) => println!("tcp: {addr}"),
         None => println!("tcp: none"),
     }
-    let file = gyr::server::discovery::socket_dir().join(format!("{}.token", std::process::id()));
+    let file = gyr_client::discovery::socket_dir().join(format!("{}.token", std::process::id()));
     match std::fs::metadata(&file) {
         Ok(m) => println!("token file mode: {:o}", m.permissions().mode() & 0o777),
         Err(_) => println!("token file: none"),
@@ -164,7 +164,7 @@ fn idle_connections_cannot_fill_the_tcp_listener() {
     let served = rt.block_on(async {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while std::time::Instant::now() < deadline {
-            if let Ok(ch) = gyr_proto::connect::tcp(&addr).await {
+            if let Ok(ch) = gyr_client::connect::tcp(&addr).await {
                 let mut req = tonic::Request::new(HandshakeRequest::default());
                 req.metadata_mut()
                     .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());

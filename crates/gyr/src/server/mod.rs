@@ -1,7 +1,7 @@
 //! The embedded steering server: every instrumented program serves the `gyr.v1.Gyr` API.
 //!
 //! It listens on a Unix socket in the user's private announcement directory by default (see
-//! [`discovery`]), and on TCP when asked (`GYR_LISTEN=127.0.0.1:7171`), where every call needs a
+//! [`gyr_client::discovery`]), and on TCP when asked (`GYR_LISTEN=127.0.0.1:7171`), where every call needs a
 //! token: the steer token may change the program, the read token may only watch. The TCP
 //! listener serves [`gyr_proto::listen::DEFAULT_MAX_CONNECTIONS`] connections at once and
 //! closes a connection that makes no call with a valid token within
@@ -11,16 +11,14 @@
 //! object briefly, actuators wait for the program's synch points.
 
 mod authority;
-pub mod discovery;
 mod publish;
 mod service;
 mod stream;
 
-pub use service::CLIENT_HEADER;
 pub use stream::{DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
 pub(crate) use stream::{Fanout, FanoutSink};
 
-use discovery::Announcement;
+use gyr_client::discovery::{self, Announcement};
 use service::{Access, GyrService, ServiceContext};
 use std::io;
 use std::net::SocketAddr;
@@ -64,12 +62,12 @@ fn new_token() -> io::Result<String> {
 }
 
 /// Refuses tokens that could be guessed (`GYR_TOKEN`, `GYR_READ_TOKEN`).
-fn check_tokens(cfg: &ServerConfig) -> Result<(), gyr_proto::token::TokenError> {
+fn check_tokens(cfg: &ServerConfig) -> Result<(), gyr_client::token::TokenError> {
     if let Some(t) = &cfg.steer_token {
-        gyr_proto::token::check("the steer token (GYR_TOKEN)", t)?;
+        gyr_client::token::check("the steer token (GYR_TOKEN)", t)?;
     }
     if let Some(t) = &cfg.read_token {
-        gyr_proto::token::check("the read token (GYR_READ_TOKEN)", t)?;
+        gyr_client::token::check("the read token (GYR_READ_TOKEN)", t)?;
     }
     Ok(())
 }

@@ -61,7 +61,7 @@ pub(crate) async fn run(
 }
 
 async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
-    let channel = gyr_proto::connect::tcp(&p.hub)
+    let channel = gyr_client::connect::tcp(&p.hub)
         .await
         .map_err(|e| format!("{e} ({})", source_text(&e)))?;
     let mut client = GyrClient::new(channel);

@@ -4,6 +4,7 @@
 use super::stream::Fanout;
 use crate::control::{self, Rate, Target};
 use crate::steer::{self, AttrType, ScalarKind, SteerError, Who};
+use gyr_client::CLIENT_HEADER;
 use gyr_core::Value;
 use gyr_proto::short_errors::ShortErrors;
 use gyr_proto::v1::gyr_server::GyrServer;
@@ -39,9 +40,6 @@ pub(crate) struct GyrService {
     pub(crate) access: Access,
 }
 
-/// The metadata key a client names itself with, for the steering log.
-pub const CLIENT_HEADER: &str = "x-gyr-client";
-
 impl GyrService {
     fn token<T>(req: &Request<T>) -> Option<String> {
         let v = req.metadata().get("authorization")?.to_str().ok()?;
@@ -62,11 +60,11 @@ impl GyrService {
         match &self.access {
             Access::Local => Ok(true),
             Access::Token { steer, read } => match Self::token(req) {
-                Some(t) if gyr_proto::token::matches(&t, steer) => Ok(true),
+                Some(t) if gyr_client::token::matches(&t, steer) => Ok(true),
                 Some(t)
                     if read
                         .as_deref()
-                        .is_some_and(|r| gyr_proto::token::matches(&t, r)) =>
+                        .is_some_and(|r| gyr_client::token::matches(&t, r)) =>
                 {
                     Ok(false)
                 }

@@ -9,7 +9,7 @@ use crate::sink::Sink;
 use gyr_core::record::Records;
 use gyr_core::{Schema, ThreadInfo, TraceEnd};
 use gyr_proto::batch_queue::{BatchReceiver, BatchSender, Refused, batch_queue};
-use gyr_proto::events::{wire_schema, wire_thread};
+use gyr_proto::stream::{wire_schema, wire_thread};
 use gyr_proto::v1;
 use std::collections::HashSet;
 use std::io;

@@ -120,20 +120,7 @@ impl std::fmt::Display for Action {
     }
 }
 
-/// An action's text from its parts (verb, target, before, after) as `gyr.steer` events carry
-/// them: tools that rebuild the log from a trace (the hub's replay) write it the same way.
-pub fn describe(verb: &str, target: &str, before: &str, after: &str) -> String {
-    match verb {
-        "set" => format!("set {target}: {before} -> {after}"),
-        "refused" => format!("refused {target} = {after}"),
-        "actuate" if after.is_empty() => format!("actuate {target}({before})"),
-        "actuate" => format!("actuate {target}({before}) -> {after}"),
-        "call" => format!("call {target}({before})"),
-        "step" => format!("step {after}"),
-        _ if target.is_empty() => verb.to_owned(),
-        _ => format!("{verb} {target}"),
-    }
-}
+pub use gyr_client::describe;
 
 /// One entry of the steering log.
 #[derive(Debug, Clone, PartialEq)]

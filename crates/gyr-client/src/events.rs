@@ -1,62 +1,13 @@
 //! Decoding the live event stream (`Subscribe`): each batch may introduce schemas and thread
 //! names that later batches rely on, so a decoder keeps them. Used by every client that shows
-//! events: the CLI, steering scripts, the hub.
+//! events: the CLI, steering scripts, the benchmarks.
 
-use crate::v1;
 use gyr_core::record::Records;
 use gyr_core::value::decode;
-use gyr_core::{Field, FieldType, Schema, ThreadInfo, Value};
+use gyr_core::{Schema, Value};
+use gyr_proto::stream::schema;
+use gyr_proto::v1;
 use std::collections::HashMap;
-
-/// A schema as the stream carries it.
-pub fn wire_schema(s: &Schema) -> v1::Schema {
-    v1::Schema {
-        id: s.id,
-        name: s.name.clone(),
-        fields: s
-            .fields
-            .iter()
-            .map(|f| v1::FieldInfo {
-                name: f.name.clone(),
-                r#type: f.ty.to_string(),
-            })
-            .collect(),
-    }
-}
-
-/// A schema from the stream; `None` if it is not a valid schema. A field type this version
-/// does not know is read as bytes.
-pub fn schema(s: &v1::Schema) -> Option<Schema> {
-    let fields = s
-        .fields
-        .iter()
-        .map(|f| {
-            Field::new(
-                f.name.clone(),
-                FieldType::parse(&f.r#type).unwrap_or(FieldType::Bytes),
-            )
-        })
-        .collect();
-    Schema::new(s.id, s.name.clone(), fields).ok()
-}
-
-/// A thread as the stream carries it.
-pub fn wire_thread(t: &ThreadInfo) -> v1::ThreadInfo {
-    v1::ThreadInfo {
-        id: t.id,
-        name: t.name.clone(),
-        os_tid: t.os_tid,
-    }
-}
-
-/// A thread from the stream.
-pub fn thread(t: &v1::ThreadInfo) -> ThreadInfo {
-    ThreadInfo {
-        id: t.id,
-        name: t.name.clone(),
-        os_tid: t.os_tid,
-    }
-}
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq)]

@@ -163,7 +163,7 @@ pub fn verify_dir(dir: &Path) -> Result<(), DirError> {
 }
 
 /// Makes `dir` (mode 0700 from its creation) unless it exists, then verifies it.
-pub(crate) fn prepare_dir(dir: &Path) -> Result<(), DirError> {
+pub fn prepare_dir(dir: &Path) -> Result<(), DirError> {
     let io = |source| DirError::Io {
         dir: dir.to_owned(),
         source,
@@ -182,7 +182,9 @@ pub(crate) fn prepare_dir(dir: &Path) -> Result<(), DirError> {
     verify_dir(dir)
 }
 
-pub(crate) fn announce(dir: &Path, a: &Announcement) -> io::Result<PathBuf> {
+/// Writes `a` as `<pid>.json` into `dir` (a verified directory): whole or not at all, since
+/// readers may look at any moment.
+pub fn announce(dir: &Path, a: &Announcement) -> io::Result<PathBuf> {
     let path = dir.join(format!("{}.json", a.pid));
     let tmp = dir.join(format!(".{}.json.tmp", a.pid));
     let _ = std::fs::remove_file(&tmp);
@@ -195,7 +197,7 @@ pub(crate) fn announce(dir: &Path, a: &Announcement) -> io::Result<PathBuf> {
 }
 
 /// Writes a new file readable by its owner alone from the moment it exists.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
