@@ -837,34 +837,15 @@ $('add-chart').onclick = () => { const v = $('series-pick').value; if (v) { addC
 $('add-gauge').onclick = () => { const v = $('gauge-pick').value; if (v) { addGauge(v); render(); } };
 $('group-pick').onchange = () => render();
 
-// The command line: the CLI's steering commands, for the selected program.
-function words(line) {
-  const out = []; const re = /"([^"]*)"|(\S+)/g; let m;
-  while ((m = re.exec(line))) out.push(m[1] ?? m[2]);
-  return out;
-}
+// The command line: `gyr attach`'s steering commands for the selected program, sent as text
+// and parsed by the hub with the grammar every gyr client shares.
 $('cli').onsubmit = async (ev) => {
   ev.preventDefault();
   const input = $('cli-input');
-  const w = words(input.value.trim());
+  const line = input.value.trim();
   const out = $('cli-out');
-  if (!w.length) return;
-  let cmd;
-  switch (w[0]) {
-    case 'set': cmd = w.length === 3 ? { op: 'set', path: w[1], value: w[2] } : null; break;
-    case 'call': cmd = w.length >= 2 ? { op: 'call', target: w[1], args: w.slice(2) } : null; break;
-    case 'pause': case 'resume': cmd = { op: 'control', action: w[0] }; break;
-    case 'step': cmd = { op: 'control', action: 'step', steps: Number(w[1] || 1) }; break;
-    case 'until': cmd = { op: 'control', action: 'run-until', until: w.slice(1).join(' ') }; break;
-    case 'sensors': cmd = w.length >= 3 ? { op: 'sensor', type: w[1] === '*' ? '' : w[1], setting: w.slice(2).join(' ') } : null; break;
-    default: cmd = null;
-  }
-  if (!cmd) {
-    out.className = 'cli-out err';
-    out.textContent = 'commands: set PATH VALUE · call TARGET ARGS… · pause · resume · step [N] · until CONDITION · sensors TYPE on|off|every N|rate R';
-    return;
-  }
-  const r = await send(cmd);
+  if (!line) return;
+  const r = await send({ op: 'line', line });
   out.className = `cli-out ${r.ok ? 'ok' : 'err'}`;
   out.textContent = r.ok ? (r.result || 'done') : r.error;
   if (r.ok) input.value = '';

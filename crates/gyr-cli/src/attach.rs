@@ -8,8 +8,8 @@
 use crate::Failure;
 use crate::client::Session;
 use crate::show;
-use crate::steer_cmd::{SensorChange, Target, sensor_request, writes};
-use gyr_proto::v1;
+use crate::steer_cmd::Target;
+use gyr_client::command::{COMMANDS, Command, SteerCommand};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -23,50 +23,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The commands, with their arguments and what they do (`help`).
-const COMMANDS: &[(&str, &str, &str)] = &[
-    (
-        "ls",
-        "",
-        "objects, attributes with values, actuators, functions",
-    ),
-    (
-        "get",
-        "PATH...",
-        "read attributes (`obj.attr`, or `obj` for all)",
-    ),
-    ("set", "PATH VALUE...", "write attributes, all or none"),
-    (
-        "call",
-        "TARGET ARGS...",
-        "run an actuator at the next synch point, or a function",
-    ),
-    ("status", "", "run state and counters"),
-    ("pause", "", "stall at the next synch point"),
-    ("resume", "", "go on"),
-    ("step", "[N]", "pass N synch points (default 1), then pause"),
-    (
-        "until",
-        "CONDITION",
-        "run until e.g. `nbody.step >= 500`, then pause",
-    ),
-    (
-        "sensors",
-        "[TYPE SETTING]",
-        "list sensors, or set on|off|all|every N|rate R",
-    ),
-    (
-        "watch",
-        "[TYPE...]",
-        "show live events (all types, or those named)",
-    ),
-    ("unwatch", "", "stop showing live events"),
-    ("log", "[N]", "the last N steering-log entries (default 20)"),
-    ("run", "FILE", "run a steering script (rhai)"),
-    ("help", "", "this list"),
-    ("quit", "", "leave (the program goes on)"),
-];
 
 /// Most live-event lines printed per second: a fast stream is summarised, not scrolled past.
 const MAX_EVENT_LINES_PER_S: u32 = 20;
@@ -294,16 +250,10 @@ impl Attached {
         let _ = o.flush();
     }
 
-    fn command(&mut self, words: &[String]) -> Result<Next, Failure> {
-        let (cmd, args) = match words.split_first() {
-            Some((c, a)) => (c.as_str(), a),
-            None => return Ok(Next::Go),
-        };
-        let bad = |msg: &str| Failure::input(anyhow::anyhow!("{msg}"));
-        let control = |a| crate::control(a);
-        use v1::control_request::Action;
-        match cmd {
-            "help" | "?" => {
+    /// Runs one command of the shared grammar ([`gyr_client::command`]).
+    fn command(&mut self, command: Command) -> Result<Next, Failure> {
+        match command {
+            Command::Help => {
                 let mut t = String::new();
                 for (c, a, d) in COMMANDS {
                     t += &format!("  {:<22} {d}\n", format!("{c} {a}"));
@@ -314,127 +264,66 @@ impl Attached {
                 }
                 self.out(&t);
             }
-            "quit" | "exit" | "q" => return Ok(Next::Quit),
-            "ls" => {
+            Command::Quit => return Ok(Next::Quit),
+            Command::Ls => {
                 let r = self.session.list()?;
                 self.out(&show::objects(&r, &self.target.program));
             }
-            "get" if !args.is_empty() => {
-                for p in self.session.get(args.to_vec())? {
+            Command::Get(paths) => {
+                for p in self.session.get(paths)? {
                     self.out(&format!("{} = {}", p.path, show::value(&p.value)));
                 }
             }
-            "set" => {
-                let w = writes(args)?;
-                let ch = self.session.set(w)?;
-                self.out(&show::changes(&ch));
-            }
-            "call" if !args.is_empty() => {
-                let a = args[1..].iter().cloned().map(v1::Value::text).collect();
-                let r = self.session.call(args[0].clone(), a, 5000)?;
-                self.out(&format!("{} -> {r}", args[0]));
-            }
-            "status" => {
+            Command::Status => {
                 let r = self.session.status()?;
                 self.out(&show::status(&r));
             }
-            "pause" | "resume" => {
-                let a = if cmd == "pause" {
-                    Action::Pause
-                } else {
-                    Action::Resume
-                };
-                let r = self.session.control(control(a))?;
+            Command::Steer(SteerCommand::Set(req)) => {
+                let ch = self.session.set(req.writes)?;
+                self.out(&show::changes(&ch));
+            }
+            Command::Steer(SteerCommand::Call(req)) => {
+                let target = req.target.clone();
+                let r = self.session.call(req.target, req.args, req.timeout_ms)?;
+                self.out(&format!("{target} -> {r}"));
+            }
+            Command::Steer(SteerCommand::Control(req)) => {
+                let r = self.session.control(req)?;
                 self.out(&show::status(&r));
             }
-            "step" => {
-                let n = match args.first() {
-                    None => 1,
-                    Some(n) => n
-                        .parse()
-                        .map_err(|_| bad(&format!("`{n}` is not a number of steps")))?,
-                };
-                let r = self.session.control(v1::ControlRequest {
-                    steps: n,
-                    ..control(Action::Step)
-                })?;
-                self.out(&show::status(&r));
-            }
-            "until" if !args.is_empty() => {
-                let r = self.session.control(v1::ControlRequest {
-                    until: args.join(" "),
-                    ..control(Action::RunUntil)
-                })?;
-                self.out(&show::status(&r));
-            }
-            "sensors" => {
-                let r = match args {
-                    [] => self.session.sensors()?,
-                    [ty, setting @ ..] => {
-                        let change = match setting
-                            .iter()
-                            .map(String::as_str)
-                            .collect::<Vec<_>>()
-                            .as_slice()
-                        {
-                            ["on"] => SensorChange::On,
-                            ["off"] => SensorChange::Off,
-                            ["all"] => SensorChange::All,
-                            ["every", n] => SensorChange::Every {
-                                n: n.parse().map_err(|_| bad("every needs a whole number"))?,
-                            },
-                            ["rate", r] => SensorChange::Rate {
-                                per_second: r.parse().map_err(|_| bad("rate needs a number"))?,
-                            },
-                            _ => {
-                                return Err(bad(
-                                    "write `sensors TYPE on|off|all|every N|rate R` (TYPE `*` for all)",
-                                ));
-                            }
-                        };
-                        let ty = (ty != "*").then(|| ty.clone());
-                        self.session
-                            .sensor_control(sensor_request(change, ty, None)?)?
-                    }
-                };
+            Command::Steer(SteerCommand::Sensors { request, .. }) => {
+                let r = self.session.sensor_control(request)?;
                 self.out(&show::sensors(&r));
             }
-            "watch" => {
+            Command::ListSensors => {
+                let r = self.session.sensors()?;
+                self.out(&show::sensors(&r));
+            }
+            Command::Watch(types) => {
                 if let Some(w) = self.watch.take() {
                     w.end();
                 }
                 let stop = Arc::new(AtomicBool::new(false));
-                let (t, types, p, s) = (
-                    self.target.clone(),
-                    args.to_vec(),
-                    self.printer.clone(),
-                    stop.clone(),
-                );
+                let what = if types.is_empty() {
+                    "every event type".to_owned()
+                } else {
+                    types.join(", ")
+                };
+                let (t, p, s) = (self.target.clone(), self.printer.clone(), stop.clone());
                 self.watch = Some(Watch {
                     stop,
                     thread: std::thread::spawn(move || follow_events(t, types, p, s)),
                 });
                 self.out(&format!(
-                    "watching {} (at most {MAX_EVENT_LINES_PER_S} lines a second); `unwatch` stops",
-                    if args.is_empty() {
-                        "every event type".to_owned()
-                    } else {
-                        args.join(", ")
-                    }
+                    "watching {what} (at most {MAX_EVENT_LINES_PER_S} lines a second); `unwatch` stops"
                 ));
             }
-            "unwatch" => {
+            Command::Unwatch => {
                 if let Some(w) = self.watch.take() {
                     w.end();
                 }
             }
-            "log" => {
-                let n: usize = match args.first() {
-                    None => 20,
-                    Some(n) => n
-                        .parse()
-                        .map_err(|_| bad(&format!("`{n}` is not a number of entries")))?,
-                };
+            Command::Log(n) => {
                 let mut stream = self.session.log(0, false)?;
                 let mut all = Vec::new();
                 while let Some(e) = self.session.next(&mut stream)? {
@@ -444,23 +333,16 @@ impl Attached {
                     self.out(&show::log_entry(e));
                 }
             }
-            "run" if args.len() == 1 => {
-                let src = std::fs::read_to_string(&args[0])
-                    .map_err(|e| bad(&format!("cannot read the script {}: {e}", args[0])))?;
+            Command::Run(file) => {
+                let src = std::fs::read_to_string(&file).map_err(|e| {
+                    Failure::input(anyhow::anyhow!("cannot read the script {file}: {e}"))
+                })?;
                 let s = Session::connect(
                     &self.target.program,
                     self.target.token.clone(),
                     "gyr-script",
                 )?;
-                crate::script::run_source(s, &args[0], &src)?;
-            }
-            _ => {
-                let usage = COMMANDS
-                    .iter()
-                    .find(|c| c.0 == cmd)
-                    .map(|c| format!("usage: {} {}", c.0, c.1))
-                    .unwrap_or_else(|| format!("unknown command `{cmd}`; `help` lists them"));
-                return Err(bad(&usage));
+                crate::script::run_source(s, &file, &src)?;
             }
         }
         Ok(Next::Go)
@@ -549,11 +431,15 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, Failure> {
             continue;
         }
         let _ = rl.add_history_entry(trimmed);
-        let Some(words) = shlex::split(trimmed) else {
-            a.out("error: unbalanced quotes");
-            continue;
+        let command = match Command::parse_line(trimmed) {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => {
+                a.out(&format!("error: {}", show::printable(&e.to_string())));
+                continue;
+            }
         };
-        match a.command(&words) {
+        match a.command(command) {
             Ok(Next::Go) => a.refresh_names(),
             Ok(Next::Quit) => break,
             Err(f) if f.code == 1 => {

@@ -16,7 +16,7 @@ mod steer_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
-use gyr_proto::v1::ControlRequest;
+use gyr_client::command;
 use gyr_proto::v1::control_request::Action;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -234,25 +234,14 @@ fn main() -> ExitCode {
             timeout_ms,
         } => steer_cmd::call(target, operation, args, timeout_ms),
         Command::Status(t) => steer_cmd::control(t, None),
-        Command::Pause(t) => steer_cmd::control(t, Some(control(Action::Pause))),
-        Command::Resume(t) => steer_cmd::control(t, Some(control(Action::Resume))),
-        Command::Step { n: 0, .. } => Err(Failure::input(anyhow::anyhow!(
-            "step needs a number of synch points of 1 or more; `gyr pause` stops at the next one"
-        ))),
-        Command::Step { target, n } => steer_cmd::control(
-            target,
-            Some(ControlRequest {
-                steps: n,
-                ..control(Action::Step)
-            }),
-        ),
-        Command::RunUntil { target, condition } => steer_cmd::control(
-            target,
-            Some(ControlRequest {
-                until: condition,
-                ..control(Action::RunUntil)
-            }),
-        ),
+        Command::Pause(t) => steer_cmd::control(t, Some(command::control_request(Action::Pause))),
+        Command::Resume(t) => steer_cmd::control(t, Some(command::control_request(Action::Resume))),
+        Command::Step { target, n } => command::step_request(n)
+            .map_err(Failure::from)
+            .and_then(|r| steer_cmd::control(target, Some(r))),
+        Command::RunUntil { target, condition } => command::until_request(&condition)
+            .map_err(Failure::from)
+            .and_then(|r| steer_cmd::control(target, Some(r))),
         Command::Sensors {
             target,
             type_name,
@@ -279,14 +268,6 @@ fn main() -> ExitCode {
             eprintln!("gyr: error: {:#}", f.error);
             ExitCode::from(f.code)
         }
-    }
-}
-
-/// A control request with no arguments.
-pub(crate) fn control(action: Action) -> ControlRequest {
-    ControlRequest {
-        action: action as i32,
-        ..Default::default()
     }
 }
 

@@ -34,7 +34,9 @@ use crate::Failure;
 use crate::client::Session;
 use crate::show::EventDecoder;
 use crate::steer_cmd::Target;
+use gyr_client::command::{self, SensorScope, SensorSetting};
 use gyr_proto::v1;
+use gyr_proto::v1::control_request::Action;
 use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, Map, Position};
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -268,28 +270,9 @@ impl Ctx {
     }
 
     fn sensor(&self, type_name: &str, setting: &str) -> Res<()> {
-        use crate::steer_cmd::SensorChange as C;
-        let words: Vec<&str> = setting.split_whitespace().collect();
-        let change = match words.as_slice() {
-            ["on"] => C::On,
-            ["off"] => C::Off,
-            ["all"] => C::All,
-            ["every", n] if n.parse::<u32>().is_ok() => C::Every {
-                n: n.parse().unwrap_or(1),
-            },
-            ["rate", r] if r.parse::<f64>().is_ok() => C::Rate {
-                per_second: r.parse().unwrap_or(0.0),
-            },
-            _ => {
-                self.code.set(2);
-                return Err(format!(
-                    "`{setting}` is not a sensor setting: use \"on\", \"off\", \"all\", \"every N\" or \"rate R\""
-                )
-                .into());
-            }
-        };
-        let ty = (!type_name.is_empty()).then(|| type_name.to_owned());
-        let req = crate::steer_cmd::sensor_request(change, ty, None).map_err(|f| self.fail(f))?;
+        let req = SensorSetting::parse(setting)
+            .and_then(|s| command::sensor_request(&SensorScope::from_word(type_name), s))
+            .map_err(|e| self.fail(e))?;
         self.with(|s| s.sensor_control(req)).map(|_| ())
     }
 }
@@ -404,35 +387,26 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
     actuate!(a1, a2, a3, a4, a5, a6, a7, a8);
     let c = ctx.clone();
     e.register_fn("pause", move || {
-        c.control(crate::control(v1::control_request::Action::Pause))
+        c.control(command::control_request(Action::Pause))
     });
     let c = ctx.clone();
     e.register_fn("resume", move || {
-        c.control(crate::control(v1::control_request::Action::Resume))
+        c.control(command::control_request(Action::Resume))
     });
     let c = ctx.clone();
     e.register_fn("step", move || {
-        c.control(v1::ControlRequest {
-            steps: 1,
-            ..crate::control(v1::control_request::Action::Step)
-        })
+        c.control(command::step_request(1).map_err(|e| c.fail(e))?)
     });
     let c = ctx.clone();
     e.register_fn("step", move |n: i64| {
         let steps = u64::try_from(n).map_err(|_| -> Box<EvalAltResult> {
             format!("step({n}): give a number of synch points of 1 or more").into()
         })?;
-        c.control(v1::ControlRequest {
-            steps,
-            ..crate::control(v1::control_request::Action::Step)
-        })
+        c.control(command::step_request(steps).map_err(|e| c.fail(e))?)
     });
     let c = ctx.clone();
     e.register_fn("run_until", move |cond: ImmutableString| {
-        c.control(v1::ControlRequest {
-            until: cond.to_string(),
-            ..crate::control(v1::control_request::Action::RunUntil)
-        })
+        c.control(command::until_request(&cond).map_err(|e| c.fail(e))?)
     });
     let c = ctx.clone();
     e.register_fn("wait_paused", move || {

@@ -6,6 +6,7 @@ use crate::Failure;
 use crate::client::Session;
 use crate::show;
 use clap::{Args, Subcommand};
+use gyr_client::command::{self, SensorScope, SensorSetting};
 use gyr_client::discovery;
 use gyr_proto::v1;
 use std::io::Write;
@@ -178,24 +179,8 @@ pub(crate) fn get(t: Target, paths: Vec<String>, json: bool) -> Result<ExitCode,
     Ok(ExitCode::SUCCESS)
 }
 
-/// `path value path value ...` as writes; values are text, typed by the program.
-pub(crate) fn writes(pairs: &[String]) -> Result<Vec<v1::PathValue>, Failure> {
-    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
-        return Err(Failure::input(anyhow::anyhow!(
-            "give attribute and value in pairs: object.attribute VALUE [object.attribute VALUE ...]"
-        )));
-    }
-    Ok(pairs
-        .chunks(2)
-        .map(|p| v1::PathValue {
-            path: p[0].clone(),
-            value: Some(v1::Value::text(p[1].clone())),
-        })
-        .collect())
-}
-
 pub(crate) fn set(t: Target, pairs: Vec<String>) -> Result<ExitCode, Failure> {
-    let writes = writes(&pairs)?;
+    let writes = command::set_request(&pairs)?.writes;
     let changes = t.session()?.set(writes)?;
     print(&show::changes(&changes))?;
     Ok(ExitCode::SUCCESS)
@@ -223,41 +208,16 @@ pub(crate) fn control(t: Target, req: Option<v1::ControlRequest>) -> Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// The sensor-control request for a change to all sensors, one type or one instance.
-pub(crate) fn sensor_request(
-    change: SensorChange,
-    type_name: Option<String>,
-    instance: Option<String>,
-) -> Result<v1::SensorControlRequest, Failure> {
-    use v1::sensor_control_request::Scope;
-    let (scope, name) = match (type_name, instance) {
-        (Some(t), None) => (Scope::Type, t),
-        (None, Some(i)) => (Scope::Instance, i),
-        (None, None) => (Scope::Global, String::new()),
-        (Some(_), Some(_)) => {
-            return Err(Failure::input(anyhow::anyhow!(
-                "give --type or --instance, not both"
-            )));
+impl From<SensorChange> for SensorSetting {
+    fn from(c: SensorChange) -> SensorSetting {
+        match c {
+            SensorChange::On => SensorSetting::On,
+            SensorChange::Off => SensorSetting::Off,
+            SensorChange::All => SensorSetting::All,
+            SensorChange::Every { n } => SensorSetting::Every(n),
+            SensorChange::Rate { per_second } => SensorSetting::Rate(per_second),
         }
-    };
-    if let SensorChange::Every { n: 0 } = change {
-        return Err(Failure::input(anyhow::anyhow!(
-            "every N needs N ≥ 1; use `all` or `on` for every event"
-        )));
     }
-    let mut req = v1::SensorControlRequest {
-        scope: scope as i32,
-        name,
-        ..Default::default()
-    };
-    match change {
-        SensorChange::On => req.enabled = Some(true),
-        SensorChange::Off => req.enabled = Some(false),
-        SensorChange::Every { n } => req.every_nth = Some(n),
-        SensorChange::Rate { per_second } => req.per_second = Some(per_second),
-        SensorChange::All => req.every_nth = Some(1),
-    }
-    Ok(req)
 }
 
 pub(crate) fn sensors(
@@ -269,7 +229,19 @@ pub(crate) fn sensors(
     let mut s = t.session()?;
     let reply = match change {
         None => s.sensors()?,
-        Some(ch) => s.sensor_control(sensor_request(ch, type_name, instance)?)?,
+        Some(ch) => {
+            let scope = match (type_name, instance) {
+                (Some(t), None) => SensorScope::Type(t),
+                (None, Some(i)) => SensorScope::Instance(i),
+                (None, None) => SensorScope::All,
+                (Some(_), Some(_)) => {
+                    return Err(Failure::input(anyhow::anyhow!(
+                        "give --type or --instance, not both"
+                    )));
+                }
+            };
+            s.sensor_control(command::sensor_request(&scope, ch.into())?)?
+        }
     };
     print(&show::sensors(&reply))?;
     Ok(ExitCode::SUCCESS)

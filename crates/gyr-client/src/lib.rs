@@ -5,14 +5,16 @@
 //! - [`token`] (always): what makes a token acceptable, and comparing one in constant time;
 //! - [`discovery`] (feature `discovery`): the per-user announcement directory, verified before
 //!   anything in it is trusted, and the announcement format;
-//! - [`connect`], [`session`], [`events`] (feature `connect`, on by default): channels over a
-//!   Unix socket or TCP, [`Target`], [`Client`], the blocking [`Session`], and the decoder of
-//!   the live event stream.
+//! - [`connect`], [`session`], [`events`], [`command`] (feature `connect`, on by default):
+//!   channels over a Unix socket or TCP, [`Target`], [`Client`], the blocking [`Session`], the
+//!   decoder of the live event stream, and the one command grammar of steering clients.
 //!
 //! A program built without its server links only the first two (through `gyr`).
 #![warn(missing_debug_implementations, rust_2018_idioms, missing_docs)]
 
 pub mod action;
+#[cfg(feature = "connect")]
+pub mod command;
 #[cfg(feature = "connect")]
 pub mod connect;
 #[cfg(feature = "discovery")]

@@ -15,6 +15,7 @@ use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use gyr_client::command::{self, Command, SensorScope, SensorSetting, SteerCommand};
 use gyr_proto::listen::{Authenticated, GuardedListener, GuardedStream};
 use gyr_proto::v1;
 use rust_embed::RustEmbed;
@@ -402,6 +403,9 @@ pub fn parse_page_command(text: &str) -> PageMessage {
     PageMessage { id, command }
 }
 
+/// What the page's command line takes.
+const LINE_COMMANDS: &str = "set PATH VALUE, call TARGET ARGS, pause, resume, step [N], until CONDITION, sensors TYPE SETTING";
+
 fn steer_action(cmd: &Json) -> Result<SteerAction, String> {
     match cmd["op"].as_str().unwrap_or("") {
         "set" => {
@@ -427,56 +431,42 @@ fn steer_action(cmd: &Json) -> Result<SteerAction, String> {
         }
         "control" => {
             use v1::control_request::Action;
-            let action = match cmd["action"].as_str().unwrap_or("") {
-                "pause" => Action::Pause,
-                "resume" => Action::Resume,
-                "step" => Action::Step,
-                "run-until" => Action::RunUntil,
+            let request = match cmd["action"].as_str().unwrap_or("") {
+                "pause" => Ok(command::control_request(Action::Pause)),
+                "resume" => Ok(command::control_request(Action::Resume)),
+                "step" => command::step_request(cmd["steps"].as_u64().unwrap_or(1)),
+                "run-until" => command::until_request(cmd["until"].as_str().unwrap_or("")),
                 other => return Err(format!("unknown control action `{other}`")),
             };
-            Ok(SteerAction::Control(v1::ControlRequest {
-                action: action as i32,
-                steps: cmd["steps"].as_u64().unwrap_or(1),
-                until: cmd["until"].as_str().unwrap_or("").to_owned(),
-            }))
+            Ok(SteerAction::Control(request.map_err(|e| e.to_string())?))
         }
         "sensor" => {
-            use v1::sensor_control_request::Scope;
-            let ty = cmd["type"].as_str().unwrap_or("");
-            let mut request = v1::SensorControlRequest {
-                scope: if ty.is_empty() {
-                    Scope::Global
-                } else {
-                    Scope::Type
-                } as i32,
-                name: ty.to_owned(),
-                ..Default::default()
-            };
-            let setting = cmd["setting"].as_str().unwrap_or("");
-            match setting.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["on"] => request.enabled = Some(true),
-                ["off"] => request.enabled = Some(false),
-                ["all"] => request.every_nth = Some(1),
-                ["every", n] => {
-                    request.every_nth = Some(n.parse().map_err(|_| "every needs a whole number")?)
-                }
-                ["rate", r] => {
-                    request.per_second = Some(r.parse().map_err(|_| "rate needs a number")?)
-                }
-                _ => {
-                    return Err(format!(
-                        "`{setting}` is not a sensor setting: on, off, all, every N, rate R"
-                    ));
-                }
-            }
-            let label = format!(
-                "{} {setting}",
-                if ty.is_empty() { "all sensors" } else { ty }
-            );
-            Ok(SteerAction::Sensor { request, label })
+            let scope = SensorScope::from_word(cmd["type"].as_str().unwrap_or(""));
+            let setting = SensorSetting::parse(cmd["setting"].as_str().unwrap_or(""))
+                .map_err(|e| e.to_string())?;
+            Ok(SteerAction::Sensor {
+                request: command::sensor_request(&scope, setting).map_err(|e| e.to_string())?,
+                label: format!("{scope} {setting}"),
+            })
         }
+        // The page's command line, parsed by the grammar every client shares.
+        "line" => match Command::parse_line(cmd["line"].as_str().unwrap_or("")) {
+            Ok(Some(Command::Steer(c))) => Ok(match c {
+                SteerCommand::Set(r) => SteerAction::Set(r),
+                SteerCommand::Call(r) => SteerAction::Call(r),
+                SteerCommand::Control(r) => SteerAction::Control(r),
+                SteerCommand::Sensors { request, label } => SteerAction::Sensor { request, label },
+            }),
+            Ok(None) => {
+                Err("type a command: set, call, pause, resume, step, until or sensors".to_owned())
+            }
+            Ok(Some(_)) => Err(format!(
+                "the page's command line changes programs: {LINE_COMMANDS} (what the other commands show is on the page)"
+            )),
+            Err(e) => Err(e.to_string()),
+        },
         other => Err(format!(
-            "unknown command `{other}`: set, call, control or sensor"
+            "unknown command `{other}`: set, call, control, sensor or line"
         )),
     }
 }
@@ -555,5 +545,47 @@ async fn run(
             c.sensor_control(pc.req(request, who)).await.map_err(s)?;
             Ok(label)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PageCommand, SteerAction, parse_page_command};
+
+    fn action(text: &str) -> Result<SteerAction, String> {
+        match parse_page_command(text).command {
+            Ok(PageCommand::Steer { action, .. }) => action,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The page's command line is parsed by the grammar `gyr attach` uses: the same words
+    /// make the same request, and the same mistakes the same refusal.
+    #[test]
+    fn the_command_line_reads_as_attach_reads_it() {
+        match action(r#"{"op":"line","pid":7,"line":"set nbody.dt 0.02"}"#).unwrap() {
+            SteerAction::Set(r) => assert_eq!(r.writes[0].path, "nbody.dt"),
+            other => panic!("{other:?}"),
+        }
+        match action(r#"{"op":"line","line":"sensors energy every 10"}"#).unwrap() {
+            SteerAction::Sensor { request, label } => {
+                assert_eq!(request.every_nth, Some(10));
+                assert_eq!(label, "energy every 10");
+            }
+            other => panic!("{other:?}"),
+        }
+        match action(r#"{"op":"line","line":"step 3"}"#).unwrap() {
+            SteerAction::Control(r) => assert_eq!(r.steps, 3),
+            other => panic!("{other:?}"),
+        }
+        let e = action(r#"{"op":"line","line":"step 0"}"#).unwrap_err();
+        assert!(e.contains("1 or more"), "{e}");
+        let e = action(r#"{"op":"line","line":"warp 9"}"#).unwrap_err();
+        assert!(e.contains("unknown command `warp`"), "{e}");
+        let e = action(r#"{"op":"line","line":"ls"}"#).unwrap_err();
+        assert!(e.contains("changes programs"), "{e}");
+        // The buttons' messages go through the same checks.
+        let e = action(r#"{"op":"sensor","type":"energy","setting":"every 0"}"#).unwrap_err();
+        assert!(e.contains("use `all` or `on`"), "{e}");
     }
 }
