@@ -1,5 +1,4 @@
-//! gyr's benchmarks: each measures gyr against the physical floor and against peers in the same
-//! run, and prints one JSON object with ratios as the last line of stdout.
+#![doc = include_str!("../README.md")]
 //!
 //! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`, `soak`)
 

@@ -1,4 +1,8 @@
-//! The `gyr` command: runs the demo and inspects trace files and sensor specs.
+#![doc = include_str!("../README.md")]
+//!
+//! One module per command (`demo`, `hub_cmd`, `trace_cmd`, `spec_cmd`, `steer_cmd` for the
+//! one-shot steering commands, `script`, `attach`); `client` and `show` are how every command
+//! talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
 //! missing, foreign or corrupt trace file, an invalid spec, wrong arguments). A closed pipe

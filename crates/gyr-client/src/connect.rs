@@ -1,6 +1,6 @@
 //! Opening a channel to a `Gyr` server: over a Unix socket (a program on this machine, found by
-//! its announcement) or TCP. Every client (the CLI, the benchmarks, later the hub) connects
-//! through here.
+//! its announcement) or TCP. Every client (the CLI, the hub, the benchmarks, a program's hub
+//! publisher) connects through here.
 
 use hyper_util::rt::TokioIo;
 use std::path::PathBuf;

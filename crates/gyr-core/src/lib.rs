@@ -1,7 +1,4 @@
-//! gyr's event model and trace format: what an event is, how it is laid out in bytes, and how a
-//! trace file stores it.
-//! Every other gyr crate depends on this one; applications link [`gyr`](https://docs.rs/gyr)
-//! instead, and tools that only read traces can use this crate alone.
+#![doc = include_str!("../README.md")]
 //!
 //! This crate provides:
 //! - [`schema`]: [`Schema`], [`Field`] and [`FieldType`], the self-describing event types;

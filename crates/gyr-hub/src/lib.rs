@@ -1,12 +1,10 @@
-//! gyr's central monitor (Falcon's): it attaches to the user's running programs, analyses their
-//! event streams live (rates, per-thread and per-domain load, windowed statistics, decimated
-//! series), and serves the web UI, through which people watch and steer every program at once.
+#![doc = include_str!("../README.md")]
 //!
-//! Data flow: [`input`] takes programs in (attached through their embedded servers, or
-//! pushing to the hub's gRPC API) → [`model`] keeps and analyses their streams → output ports:
-//! [`output`] streams to gRPC clients of the hub, [`store`] writes trace files, a ticker turns
-//! the model's changes into one update a tick and [`web`] pushes it to every page. What pages
-//! and gRPC clients ask ([`web`], [`service`]) is forwarded to the programs.
+//! Data flow: `input` takes programs in (attached through their embedded servers, or
+//! pushing to the hub's gRPC API) → `model` keeps and analyses their streams → output ports:
+//! `output` streams to gRPC clients of the hub, `store` writes trace files, a ticker turns
+//! the model's changes into one update a tick and `web` pushes it to every page. What pages
+//! and gRPC clients ask (`web`, `service`) is forwarded to the programs.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 mod heap;

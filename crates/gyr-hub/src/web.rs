@@ -30,9 +30,11 @@ use tokio::sync::broadcast::error::RecvError;
 #[folder = "../../web/src/"]
 struct Page;
 
-/// uPlot, from the npm package named in `web/package-lock.json`.
+/// uPlot: the files of the npm package `web/package-lock.json` names, checked in under
+/// `web/vendor` so that building gyr needs no Node.js (`scripts/vendor-web` refreshes them,
+/// and a test checks they are the locked package's).
 #[derive(RustEmbed)]
-#[folder = "../../web/node_modules/uplot/dist/"]
+#[folder = "../../web/vendor/"]
 #[include = "uPlot.iife.min.js"]
 #[include = "uPlot.min.css"]
 struct Vendor;

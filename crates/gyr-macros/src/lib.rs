@@ -1,7 +1,4 @@
-//! Derive macros for gyr: `#[derive(Sensor)]` turns a struct into an event type,
-//! `#[derive(Steerable)]` turns its fields into steering attributes.
-//! Use them through the `gyr` crate (`gyr::Sensor`), which re-exports them; everything they
-//! expand to is public API of `gyr`.
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 use proc_macro::TokenStream;

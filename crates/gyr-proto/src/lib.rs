@@ -1,8 +1,4 @@
-//! gyr's wire protocol: the `gyr.v1` protobuf messages and the `Gyr` gRPC service, generated at
-//! build time from `proto/gyr/v1/*.proto`.
-//! Servers (an application's embedded server, the hub) and clients (`gyr-client`, and any
-//! gRPC client generated from the same files) depend on them; the `.proto` files are the API
-//! boundary.
+#![doc = include_str!("../README.md")]
 //!
 //! This crate provides:
 //! - [`v1`]: the messages, the `gyr_client::GyrClient` and `gyr_server::GyrServer`;

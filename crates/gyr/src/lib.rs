@@ -1,6 +1,4 @@
-//! On-line monitoring for parallel programs: sensors in the application's code, per-thread
-//! rings, local monitors that drain them into sinks (trace files, memory, channels).
-//! Applications link this crate; tools that only read traces need only `gyr-core`.
+#![doc = include_str!("../README.md")]
 //!
 //! ```
 //! use gyr::Sensor;

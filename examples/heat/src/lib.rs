@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! A parallel 2-D heat-diffusion solver instrumented with gyr: the program behind `gyr demo`.
 //!
 //! The plate is split into horizontal strips ("domains"), one thread each, which exchange halo

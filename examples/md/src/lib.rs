@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! A steerable molecular dynamics code, after the Falcon paper's MD application: 2-D
 //! Lennard-Jones particles (reduced units, cutoff 2.5 σ, velocity Verlet, cell lists) in a
 //! rectangular box with **periodic boundaries** in x and y, split into vertical slabs, one

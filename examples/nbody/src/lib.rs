@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! A steerable gravitational N-body simulation, as in the Progress paper: a straightforward
 //! O(N²) force computation split over worker threads, with the time step and softening
 //! steerable, `add_body` / `delete_body` actuators, and sensors for the energy and each
