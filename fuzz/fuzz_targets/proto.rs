@@ -3,7 +3,7 @@
 //! message type; the rest is its encoding.
 #![no_main]
 
-use gyr_proto::events::EventDecoder;
+use gyr_client::events::EventDecoder;
 use gyr_proto::v1;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;

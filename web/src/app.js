@@ -1,10 +1,18 @@
 // gyr's web UI: one WebSocket to the hub, a snapshot on connect, an update every tick.
 // The hub decimates; this page only draws. Every change goes to the program through the hub,
 // and comes back through the program's state, so every open page shows it.
+// @ts-check: `tsc -p web` checks this file against the page protocol's types
+// (`protocol.d.ts`, generated from crates/gyr-hub/src/protocol.rs).
 'use strict';
 
+/** @typedef {import('./protocol').ToPage} ToPage */
+/** @typedef {import('./protocol').PageRequest} PageRequest */
+/** @typedef {import('./protocol').Reply} Reply */
+/** @typedef {import('./protocol').ProcessSummary} ProcessSummary */
+
 const MAX_POINTS = 1500;          // points per chart: the last 30 s at the hub's 50 per second
-const $ = (id) => document.getElementById(id);
+/** An element of the page by id: inputs, selects and canvases alike, so typed loosely. */
+const $ = (/** @type {string} */ id) => /** @type {any} */ (document.getElementById(id));
 const el = (tag, attrs = {}, ...kids) => {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -26,8 +34,23 @@ const fmt = (x) => {
 const setText = (e, s) => { if (e.textContent !== s) e.textContent = s; };
 const setClass = (e, s) => { if (e.getAttribute('class') !== s) e.setAttribute('class', s); };
 
+/** The page's state: what the hub sent, and what the user chose. */
 const S = {
-  processes: new Map(), series: new Map(), stats: {}, groups: {}, log: [], alerts: [],
+  /** @type {Map<number, ProcessSummary>} */
+  processes: new Map(),
+  series: new Map(),
+  /** @type {Record<string, import('./protocol').Stats>} */
+  stats: {},
+  /** @type {Record<string, Record<string, Record<string, number>>>} */
+  groups: {},
+  /** @type {import('./protocol').LogLine[]} */
+  log: [],
+  /** @type {import('./protocol').Alert[]} */
+  alerts: [],
+  /** @type {import('./protocol').ReplayState | null} */
+  replay: null,
+  /** @type {import('./protocol').HubState | null} */
+  hub: null,
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
   objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
 };
@@ -99,9 +122,14 @@ function connect() {
   };
 }
 
+/**
+ * Sends one request for the selected program; resolves with the hub's reply.
+ * @param {PageRequest} cmd
+ * @returns {Promise<Reply>}
+ */
 function send(cmd) {
   return new Promise((resolve) => {
-    if (!S.ws || S.ws.readyState !== 1) return resolve({ ok: false, error: 'not connected to the hub' });
+    if (!S.ws || S.ws.readyState !== 1) return resolve({ id: null, ok: false, error: 'not connected to the hub' });
     const id = S.nextId++;
     S.pending.set(id, resolve);
     S.ws.send(JSON.stringify({ ...cmd, id, pid: S.selected }));
@@ -118,6 +146,7 @@ function dropLive(s) {
   if (s.live) { s.x.pop(); s.y.pop(); s.live = false; }
 }
 
+/** @param {ToPage} m */
 function handle(m) {
   if (m.t === 'reply') {
     const p = S.pending.get(m.id);
@@ -219,13 +248,13 @@ function renderPrograms() {
       ' ', el('span', { class: 'src', title: SOURCES[p.source] || '' }, p.source)),
     el('div', { class: 'cmd' }, p.command),
     el('div', { class: 'threads' })))]);
-  for (const item of nav.querySelectorAll('.prog')) {
+  for (const item of /** @type {NodeListOf<HTMLElement>} */ (nav.querySelectorAll('.prog'))) {
     const p = S.processes.get(Number(item.dataset.pid));
     if (!p) continue;
     const rate = Object.values(p.types).reduce((a, t) => a + t.rate, 0);
     setClass(item, `prog${p.pid === S.selected ? ' sel' : ''}${p.alive ? '' : ' gone'}`);
     setText(item.querySelector('.rate'), p.source === 'replay' ? 'recording' : p.alive ? `${fmt(rate)} ev/s` : 'exited');
-    const threads = item.querySelector('.threads');
+    const threads = /** @type {HTMLElement} */ (item.querySelector('.threads'));
     const shown = p.pid === S.selected ? p.threads : [];
     threads.hidden = !shown.length;
     rebuild(threads, shown.map((t) => `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`).join('\n'),
@@ -733,7 +762,7 @@ function renderObjects(p) {
   }
   if (!o) return;
   for (const obj of o.objects) for (const a of obj.attributes) {
-    const node = box.querySelector(`[data-path="${CSS.escape(a.path)}"]`);
+    const node = /** @type {HTMLInputElement} */ (box.querySelector(`[data-path="${CSS.escape(a.path)}"]`));
     if (!node) continue;
     if (node.type === 'checkbox') node.checked = a.value === 'true';
     else if (node.tagName === 'INPUT') { if (document.activeElement !== node && !node.classList.contains('err')) node.value = a.value; }
@@ -867,9 +896,9 @@ function renderReplay() {
   $('replay-files').textContent = r.files.map((f) => f.path.split('/').pop()).join(', ');
 }
 $('replay-play').onclick = () => send({ op: 'replay', action: S.replay && S.replay.paused ? 'play' : 'pause' });
-$('replay-speed').onchange = (ev) => send({ op: 'replay', action: 'speed', value: Number(ev.target.value) });
+$('replay-speed').onchange = (/** @type {any} */ ev) => send({ op: 'replay', action: 'speed', value: Number(ev.target.value) });
 $('replay-pos').oninput = () => { S.scrubbing = true; renderReplay(); };
-$('replay-pos').onchange = async (ev) => {
+$('replay-pos').onchange = async (/** @type {any} */ ev) => {
   await send({ op: 'replay', action: 'seek', value: Number(ev.target.value) });
   S.scrubbing = false;
 };

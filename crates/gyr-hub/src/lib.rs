@@ -11,6 +11,7 @@ mod heap;
 mod input;
 mod model;
 mod output;
+pub mod protocol;
 mod replay;
 mod service;
 mod store;
@@ -178,15 +179,14 @@ impl Shared {
     }
 
     /// The hub's own state for the pages: what it records, and what that dropped.
-    pub(crate) fn hub_state(&self) -> serde_json::Value {
+    pub(crate) fn hub_state(&self) -> protocol::HubState {
         use std::sync::atomic::Ordering::Relaxed;
-        match &self.store {
-            Some(s) => serde_json::json!({"recording": {
-                "dir": s.dir().display().to_string(),
-                "written": s.written.load(Relaxed),
-                "dropped": s.dropped.load(Relaxed),
-            }}),
-            None => serde_json::json!({"recording": null}),
+        protocol::HubState {
+            recording: self.store.as_ref().map(|s| protocol::Recording {
+                dir: s.dir().display().to_string(),
+                written: s.written.load(Relaxed),
+                dropped: s.dropped.load(Relaxed),
+            }),
         }
     }
 
@@ -396,7 +396,8 @@ impl Hub {
 
     /// Everything the hub knows, as the JSON a page gets when it connects.
     pub fn snapshot(&self) -> serde_json::Value {
-        self.shared.lock().snapshot(Instant::now())
+        let snap = protocol::ToPage::Snapshot(self.shared.lock().snapshot(Instant::now()));
+        serde_json::to_value(snap).expect("page messages always serialize")
     }
 }
 
@@ -432,15 +433,15 @@ async fn ticker(shared: Arc<Shared>) {
         let mut update = shared
             .lock()
             .update(Instant::now(), n.is_multiple_of(SUMMARY_EVERY));
-        if let Some(r) = &shared.replay {
-            update["replay"] = r.state();
-        }
-        if update.get("processes").is_some() {
-            update["hub"] = shared.hub_state();
+        update.replay = shared.replay.as_ref().map(|r| r.state());
+        if update.processes.is_some() {
+            update.hub = Some(shared.hub_state());
         }
         // When it left the hub: the page measures how far behind it is.
-        update["sent_ms"] = serde_json::json!(unix_ms());
+        update.sent_ms = unix_ms();
+        let text = serde_json::to_string(&protocol::ToPage::Update(update))
+            .expect("page messages always serialize");
         // Nobody listening is fine: the next page gets a snapshot.
-        let _ = shared.updates.send(Arc::new(update.to_string()));
+        let _ = shared.updates.send(Arc::new(text));
     }
 }

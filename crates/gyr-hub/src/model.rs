@@ -6,12 +6,16 @@
 //! [`BUCKET_S`] of program time (the mean of the events in it), so a page receives at most
 //! 50 points a second per series whatever the event rate.
 
+use crate::protocol::{
+    Alert, AttributeView, Groups, LogLine, ObjectView, Objects, OperationView, ParamView, Point,
+    ProcessSummary, Rate, SensorView, Snapshot, Stats, ThreadSummary, Update,
+};
 use gyr_core::record::Records;
 use gyr_core::schema::ScalarType;
 use gyr_core::value::decode;
 use gyr_core::{RecordHeader, Schema, ThreadInfo};
 use gyr_proto::v1;
-use serde_json::{Value as Json, json};
+use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 
@@ -39,7 +43,7 @@ pub(crate) struct Series {
     dirty: bool,
     /// Whether values arrived since the last update to the pages.
     moved: bool,
-    stats: Option<Json>,
+    stats: Option<Stats>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -103,7 +107,7 @@ impl Series {
 
     /// Count, mean, min, max, p50, p99 over the last [`STATS_WINDOW_S`] of program time,
     /// recomputed only when values arrived since the last time.
-    fn stats(&mut self) -> Option<&Json> {
+    fn stats(&mut self) -> Option<&Stats> {
         if self.dirty {
             self.dirty = false;
             self.stats = window_stats(&self.window);
@@ -112,7 +116,7 @@ impl Series {
     }
 }
 
-fn window_stats(window: &VecDeque<(f64, f64)>) -> Option<Json> {
+fn window_stats(window: &VecDeque<(f64, f64)>) -> Option<Stats> {
     let last = window.back()?.0;
     let mut v: Vec<f64> = window
         .iter()
@@ -127,14 +131,14 @@ fn window_stats(window: &VecDeque<(f64, f64)>) -> Option<Json> {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
-    Some(json!({
-        "n": n,
-        "mean": v.iter().sum::<f64>() / n as f64,
-        "min": v[0],
-        "max": v[n - 1],
-        "p50": q(0.5),
-        "p99": q(0.99),
-    }))
+    Some(Stats {
+        n: n as u32,
+        mean: v.iter().sum::<f64>() / n as f64,
+        min: v[0],
+        max: v[n - 1],
+        p50: q(0.5),
+        p99: q(0.99),
+    })
 }
 
 /// Per-type counters for rates.
@@ -282,10 +286,10 @@ pub(crate) struct Process {
     pub(crate) wire_threads: Vec<v1::ThreadInfo>,
     /// Steering-log entries, as the gRPC API gives them, and as the pages get them.
     pub(crate) log_entries: VecDeque<v1::LogEntry>,
-    log: VecDeque<Json>,
-    fresh_log: Vec<Json>,
-    fresh_alerts: Vec<Json>,
-    alerts: VecDeque<Json>,
+    log: VecDeque<LogLine>,
+    fresh_log: Vec<LogLine>,
+    fresh_alerts: Vec<Alert>,
+    alerts: VecDeque<Alert>,
     scratch: Vec<f64>,
 }
 
@@ -419,13 +423,17 @@ impl Process {
             }
         }
         if ts.alert {
-            let fields: serde_json::Map<String, Json> = decode(&ts.schema, payload)
+            let fields = decode(&ts.schema, payload)
                 .unwrap_or_default()
                 .iter()
                 .zip(&ts.schema.fields)
-                .map(|(v, f)| (f.name.clone(), Json::String(v.to_string())))
+                .map(|(v, f)| (f.name.clone(), v.to_string()))
                 .collect();
-            let a = json!({"pid": self.pid, "t": t, "fields": fields});
+            let a = Alert {
+                pid: self.pid,
+                t,
+                fields,
+            };
             self.alerts.push_back(a.clone());
             if self.alerts.len() > LOG_ENTRIES {
                 self.alerts.pop_front();
@@ -463,14 +471,14 @@ impl Process {
     }
 
     pub(crate) fn log_entry(&mut self, e: &v1::LogEntry) {
-        let j = json!({
-            "pid": self.pid,
-            "seq": e.seq,
-            "t": e.time_ns as f64 / 1e9,
-            "who": e.who,
-            "action": e.action,
-            "error": e.error,
-        });
+        let j = LogLine {
+            pid: self.pid,
+            seq: e.seq,
+            t: e.time_ns as f64 / 1e9,
+            who: e.who.clone(),
+            action: e.action.clone(),
+            error: e.error.clone(),
+        };
         self.log.push_back(j.clone());
         if self.log.len() > LOG_ENTRIES {
             self.log.pop_front();
@@ -501,8 +509,8 @@ impl Process {
     fn analyses(
         &mut self,
         all: bool,
-        stats: &mut serde_json::Map<String, Json>,
-        groups: &mut serde_json::Map<String, Json>,
+        stats: &mut IndexMap<String, Stats>,
+        groups: &mut IndexMap<String, Groups>,
     ) {
         let pid = self.pid;
         for (ty, f, s) in self.series_mut() {
@@ -518,65 +526,73 @@ impl Process {
                 if g.is_empty() {
                     continue;
                 }
-                let by: serde_json::Map<String, Json> = g
+                let by: Groups = g
                     .iter()
                     .map(|(k, latest)| {
-                        let fields: serde_json::Map<String, Json> = latest
+                        let fields = latest
                             .iter()
                             .zip(&ts.schema.fields)
                             .filter(|(x, _)| x.is_finite())
-                            .map(|(x, f)| (f.name.clone(), json!(x)))
+                            .map(|(x, f)| (f.name.clone(), *x))
                             .collect();
-                        (k.to_string(), Json::Object(fields))
+                        (k.to_string(), fields)
                     })
                     .collect();
                 groups.insert(
                     series_id(pid, &ts.schema.name, &ts.schema.fields[i].name),
-                    Json::Object(by),
+                    by,
                 );
             }
         }
     }
 
     /// The process as the UI shows it (without series).
-    fn summary(&mut self, now: Instant) -> Json {
+    fn summary(&mut self, now: Instant) -> ProcessSummary {
         let mut types: Vec<&mut TypeState> = self.types.values_mut().collect();
         types.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
-        let rates: serde_json::Map<String, Json> = types
+        let rates = types
             .into_iter()
             .map(|t| {
                 (
                     t.schema.name.clone(),
-                    json!({"count": t.count.count, "rate": t.count.rate(now)}),
+                    Rate {
+                        count: t.count.count,
+                        rate: t.count.rate(now),
+                    },
                 )
             })
             .collect();
-        let threads: Vec<Json> = self
+        let threads = self
             .threads
             .iter_mut()
             .filter(|(_, t)| t.count.count > 0 || !t.name.is_empty())
-            .map(|(id, t)| {
-                json!({"id": id, "name": t.name, "count": t.count.count, "rate": t.count.rate(now)})
+            .map(|(id, t)| ThreadSummary {
+                id: *id,
+                name: t.name.clone(),
+                count: t.count.count,
+                rate: t.count.rate(now),
             })
             .collect();
         let state = self.status.as_ref().and_then(|s| s.state.clone());
-        json!({
-            "pid": self.pid,
-            "command": self.command_line.join(" "),
-            "source": self.source.name(),
-            "alive": self.alive,
-            "state": state.as_ref().map(|s| s.text.clone()).unwrap_or_default(),
-            "paused": state.as_ref().is_some_and(|s| s.kind == v1::run_state::Kind::Paused as i32),
-            "records": self.status.as_ref().map(|s| s.records).unwrap_or(0),
-            "lost": self.status.as_ref().map(|s| s.lost).unwrap_or(0),
-            "received": self.received,
-            "missed": self.missed,
-            "unreadable": self.unreadable,
-            "types": rates,
-            "threads": threads,
-            "objects": self.objects.as_ref().map(objects_json).unwrap_or(Json::Null),
-            "sensors": self.sensors.as_ref().map(sensors_json).unwrap_or(Json::Null),
-        })
+        ProcessSummary {
+            pid: self.pid,
+            command: self.command_line.join(" "),
+            source: self.source.name().to_owned(),
+            alive: self.alive,
+            state: state.as_ref().map(|s| s.text.clone()).unwrap_or_default(),
+            paused: state
+                .as_ref()
+                .is_some_and(|s| s.kind == v1::run_state::Kind::Paused as i32),
+            records: self.status.as_ref().map(|s| s.records).unwrap_or(0),
+            lost: self.status.as_ref().map(|s| s.lost).unwrap_or(0),
+            received: self.received,
+            missed: self.missed,
+            unreadable: self.unreadable,
+            types: rates,
+            threads,
+            objects: self.objects.as_ref().map(objects_view),
+            sensors: self.sensors.as_ref().map(sensors_view),
+        }
     }
 
     /// Gone, with nothing more of its stream to come: a subscriber to it alone is done.
@@ -606,63 +622,73 @@ fn text(v: &Option<v1::Value>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn ops_json(ops: &[v1::OperationInfo], prefix: &str) -> Vec<Json> {
+fn ops_view(ops: &[v1::OperationInfo], prefix: &str) -> Vec<OperationView> {
     ops.iter()
-        .map(|op| {
-            json!({
-                "name": op.name,
-                "target": format!("{prefix}{}", op.name),
-                "description": op.description,
-                "params": op.params.iter().map(|p| json!({"name": p.name, "type": attr_type(p.r#type)})).collect::<Vec<_>>(),
-            })
+        .map(|op| OperationView {
+            name: op.name.clone(),
+            target: format!("{prefix}{}", op.name),
+            description: op.description.clone(),
+            params: op
+                .params
+                .iter()
+                .map(|p| ParamView {
+                    name: p.name.clone(),
+                    ty: attr_type(p.r#type).to_owned(),
+                })
+                .collect(),
         })
         .collect()
 }
 
-fn objects_json(r: &v1::ListObjectsReply) -> Json {
-    let objects: Vec<Json> = r
+fn objects_view(r: &v1::ListObjectsReply) -> Objects {
+    let objects = r
         .objects
         .iter()
-        .map(|o| {
-            json!({
-                "name": o.name,
-                "is_param": o.is_param,
-                "description": o.description,
-                "attributes": o.attributes.iter().map(|a| json!({
-                    "name": a.name,
-                    "path": if o.is_param { o.name.clone() } else { format!("{}.{}", o.name, a.name) },
-                    "type": attr_type(a.r#type),
-                    "value": text(&a.value),
-                    "unit": a.unit,
-                    "min": a.has_min.then_some(a.min),
-                    "max": a.has_max.then_some(a.max),
-                    "read_only": a.read_only,
-                    "description": a.description,
-                })).collect::<Vec<_>>(),
-                "actuators": ops_json(&o.actuators, &format!("{}.", o.name)),
-            })
+        .map(|o| ObjectView {
+            name: o.name.clone(),
+            is_param: o.is_param,
+            description: o.description.clone(),
+            attributes: o
+                .attributes
+                .iter()
+                .map(|a| AttributeView {
+                    name: a.name.clone(),
+                    path: if o.is_param {
+                        o.name.clone()
+                    } else {
+                        format!("{}.{}", o.name, a.name)
+                    },
+                    ty: attr_type(a.r#type).to_owned(),
+                    value: text(&a.value),
+                    unit: a.unit.clone(),
+                    min: a.has_min.then_some(a.min),
+                    max: a.has_max.then_some(a.max),
+                    read_only: a.read_only,
+                    description: a.description.clone(),
+                })
+                .collect(),
+            actuators: ops_view(&o.actuators, &format!("{}.", o.name)),
         })
         .collect();
-    json!({"objects": objects, "functions": ops_json(&r.functions, "")})
+    Objects {
+        objects,
+        functions: ops_view(&r.functions, ""),
+    }
 }
 
-fn sensors_json(r: &v1::SensorsReply) -> Json {
-    Json::Array(
-        r.sensors
-            .iter()
-            .map(|s| {
-                json!({
-                    "type": s.type_name,
-                    "instance": s.instance,
-                    "kind": s.kind,
-                    "enabled": s.enabled,
-                    "active": s.active,
-                    "rate": s.rate,
-                    "skipped": s.skipped,
-                })
-            })
-            .collect(),
-    )
+fn sensors_view(r: &v1::SensorsReply) -> Vec<SensorView> {
+    r.sensors
+        .iter()
+        .map(|s| SensorView {
+            type_name: s.type_name.clone(),
+            instance: s.instance.clone(),
+            kind: s.kind.clone(),
+            enabled: s.enabled,
+            active: s.active,
+            rate: s.rate.clone(),
+            skipped: s.skipped,
+        })
+        .collect()
 }
 
 /// Every watched program.
@@ -676,12 +702,12 @@ impl Model {
     /// every series that moved, new log entries and alerts; with `full`, also every program's
     /// summary (state, objects, sensors, rates), the statistics of the series that moved and
     /// the groups (these cost more, and change slower than the eye follows).
-    pub(crate) fn update(&mut self, now: Instant, full: bool) -> Json {
+    pub(crate) fn update(&mut self, now: Instant, full: bool) -> Update {
         let mut summaries = Vec::new();
-        let mut points = serde_json::Map::new();
-        let mut live = serde_json::Map::new();
-        let mut stats = serde_json::Map::new();
-        let mut groups = serde_json::Map::new();
+        let mut points: IndexMap<String, Vec<Point>> = IndexMap::new();
+        let mut live = IndexMap::new();
+        let mut stats = IndexMap::new();
+        let mut groups = IndexMap::new();
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
@@ -696,10 +722,10 @@ impl Model {
                 s.moved = false;
                 let fresh = s.take_fresh();
                 if !fresh.is_empty() {
-                    points.insert(series_id(pid, ty, f), json!(fresh));
+                    points.insert(series_id(pid, ty, f), fresh);
                 }
                 if let Some(l) = s.live() {
-                    live.insert(series_id(pid, ty, f), json!(l));
+                    live.insert(series_id(pid, ty, f), l);
                 }
             }
             if full {
@@ -708,28 +734,25 @@ impl Model {
             log.append(&mut p.fresh_log);
             alerts.append(&mut p.fresh_alerts);
         }
-        let mut u = json!({
-            "t": "update",
-            "points": points,
-            "live": live,
-            "log": log,
-            "alerts": alerts,
-        });
-        if full {
-            u["processes"] = Json::Array(summaries);
-            u["stats"] = Json::Object(stats);
-            u["groups"] = Json::Object(groups);
+        Update {
+            points,
+            live,
+            log,
+            alerts,
+            processes: full.then_some(summaries),
+            stats: full.then_some(stats),
+            groups: full.then_some(groups),
+            ..Update::default()
         }
-        u
     }
 
     /// Everything a newly connected page needs: the history of every series, the whole log.
-    pub(crate) fn snapshot(&mut self, now: Instant) -> Json {
+    pub(crate) fn snapshot(&mut self, now: Instant) -> Snapshot {
         let mut processes = Vec::new();
-        let mut points = serde_json::Map::new();
-        let mut live = serde_json::Map::new();
-        let mut stats = serde_json::Map::new();
-        let mut groups = serde_json::Map::new();
+        let mut points = IndexMap::new();
+        let mut live = IndexMap::new();
+        let mut stats = IndexMap::new();
+        let mut groups = IndexMap::new();
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
@@ -738,27 +761,28 @@ impl Model {
             for (ty, f, s) in p.series_mut() {
                 // Fresh points are in this history and will come in the next update too (other
                 // pages need them): the page takes a point once, by its time.
-                points.insert(series_id(pid, ty, f), json!(s.points));
+                points.insert(series_id(pid, ty, f), s.points.iter().copied().collect());
                 if let Some(l) = s.live() {
-                    live.insert(series_id(pid, ty, f), json!(l));
+                    live.insert(series_id(pid, ty, f), l);
                 }
             }
             p.analyses(true, &mut stats, &mut groups);
             log.extend(p.log.iter().cloned());
             alerts.extend(p.alerts.iter().cloned());
         }
-        json!({
-            "t": "snapshot",
-            "bucket_s": BUCKET_S,
-            "stats_window_s": STATS_WINDOW_S,
-            "processes": processes,
-            "points": points,
-            "live": live,
-            "stats": stats,
-            "groups": groups,
-            "log": log,
-            "alerts": alerts,
-        })
+        Snapshot {
+            bucket_s: BUCKET_S,
+            stats_window_s: STATS_WINDOW_S,
+            processes,
+            points,
+            live,
+            stats,
+            groups,
+            log,
+            alerts,
+            replay: None,
+            hub: Default::default(),
+        }
     }
 }
 
@@ -826,8 +850,8 @@ pub(crate) mod tests {
         let live = s.live().unwrap();
         assert!((live.0 - 0.09).abs() < 1e-9 && (live.1 - 0.5).abs() < 1e-9);
         let st = s.stats().unwrap().clone();
-        assert_eq!(st["n"], 1000);
-        assert_eq!(st["max"], 1.0);
+        assert_eq!(st.n, 1000);
+        assert_eq!(st.max, 1.0);
         assert!(!s.dirty, "statistics are recomputed only after new values");
     }
 
@@ -859,14 +883,15 @@ pub(crate) mod tests {
             })
             .collect();
         p.ingest_batch(&batch(&schema, &events, 0));
-        let (mut stats, mut groups) = Default::default();
+        let (mut stats, mut groups): (IndexMap<String, Stats>, IndexMap<String, Groups>) =
+            Default::default();
         p.analyses(true, &mut stats, &mut groups);
         let g = &groups["7/domain_work/domain"];
-        assert_eq!(g.as_object().unwrap().len(), 4);
+        assert_eq!(g.len(), 4);
         assert_eq!(g["3"]["seconds"], 199.0);
         assert!(g["3"].get("label").is_none());
         assert!(!groups.contains_key("7/domain_work/step"));
-        assert_eq!(stats["7/domain_work/seconds"]["max"], 199.0);
+        assert_eq!(stats["7/domain_work/seconds"].max, 199.0);
     }
 
     #[test]

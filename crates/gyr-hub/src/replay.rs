@@ -9,9 +9,9 @@
 
 use crate::Shared;
 use crate::model::{Process, Source};
+use crate::protocol::{ReplayFile, ReplayState};
 use gyr_core::trace::Item;
 use gyr_core::{TraceHeader, TraceReader};
-use serde_json::{Value as Json, json};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -155,7 +155,7 @@ impl Replay {
     }
 
     /// Where the replay is, for the pages.
-    pub(crate) fn state(&self) -> Json {
+    pub(crate) fn state(&self) -> ReplayState {
         let mut c = self.lock();
         let now = Instant::now();
         let mut pos = c.position(now);
@@ -165,13 +165,20 @@ impl Replay {
             c.paused = true;
             pos = self.duration_ns;
         }
-        json!({
-            "position_s": pos.min(self.duration_ns) as f64 / 1e9,
-            "duration_s": self.duration_ns as f64 / 1e9,
-            "speed": c.speed,
-            "paused": c.paused,
-            "files": self.files.iter().map(|f| json!({"path": f.path.display().to_string(), "pid": f.pid})).collect::<Vec<_>>(),
-        })
+        ReplayState {
+            position_s: pos.min(self.duration_ns) as f64 / 1e9,
+            duration_s: self.duration_ns as f64 / 1e9,
+            speed: c.speed,
+            paused: c.paused,
+            files: self
+                .files
+                .iter()
+                .map(|f| ReplayFile {
+                    path: f.path.display().to_string(),
+                    pid: f.pid,
+                })
+                .collect(),
+        }
     }
 
     /// The generation (bumped by each seek): pages get a fresh snapshot when it changes.

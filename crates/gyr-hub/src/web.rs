@@ -9,6 +9,7 @@
 //! steer through a hub without a token, directly or by DNS rebinding.
 
 use crate::Shared;
+use crate::protocol::{AccessInfo, PageRequest, Reply, ToPage};
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Path, Query, State};
@@ -19,15 +20,16 @@ use gyr_client::command::{self, Command, SensorScope, SensorSetting, SteerComman
 use gyr_proto::listen::{Authenticated, GuardedListener, GuardedStream};
 use gyr_proto::v1;
 use rust_embed::RustEmbed;
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
 
-/// The page: `web/src`.
+/// The page: `web/src` (its type declarations are for checking it, not for browsers).
 #[derive(RustEmbed)]
 #[folder = "../../web/src/"]
+#[exclude = "*.d.ts"]
 struct Page;
 
 /// uPlot: the files of the npm package `web/package-lock.json` names, checked in under
@@ -225,13 +227,17 @@ fn refuse(shared: &Shared, token: Option<&str>) -> Response {
 /// Whether the hub asks for a token, and what the given one allows: the page asks first.
 async fn access(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -> Response {
     let allowed = shared.access.check(q.token.as_deref());
-    let j = json!({
-        "guarded": shared.access.guarded(),
-        "ok": allowed.is_some(),
-        "steer": allowed == Some(true),
-        "replay": shared.replay.is_some(),
-    });
-    ([(header::CONTENT_TYPE, "application/json")], j.to_string()).into_response()
+    let j = AccessInfo {
+        guarded: shared.access.guarded(),
+        ok: allowed.is_some(),
+        steer: allowed == Some(true),
+        replay: shared.replay.is_some(),
+    };
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(&j).expect("page messages always serialize"),
+    )
+        .into_response()
 }
 
 async fn state(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -> Response {
@@ -241,7 +247,7 @@ async fn state(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -
     let snap = snapshot(&shared);
     (
         [(header::CONTENT_TYPE, "application/json")],
-        snap.to_string(),
+        serde_json::to_string(&snap).expect("page messages always serialize"),
     )
         .into_response()
 }
@@ -258,20 +264,16 @@ async fn ws(
 }
 
 /// Everything a page needs to start from.
-fn snapshot(shared: &Shared) -> Json {
+fn snapshot(shared: &Shared) -> ToPage {
     let mut snap = shared.lock().snapshot(Instant::now());
-    if let Some(r) = &shared.replay {
-        snap["replay"] = r.state();
-    }
-    snap["hub"] = shared.hub_state();
-    snap
+    snap.replay = shared.replay.as_ref().map(|r| r.state());
+    snap.hub = shared.hub_state();
+    ToPage::Snapshot(snap)
 }
 
-async fn send(socket: &mut WebSocket, j: &Json) -> bool {
-    socket
-        .send(Message::Text(j.to_string().into()))
-        .await
-        .is_ok()
+async fn send(socket: &mut WebSocket, m: &ToPage) -> bool {
+    let text = serde_json::to_string(m).expect("page messages always serialize");
+    socket.send(Message::Text(text.into())).await.is_ok()
 }
 
 /// One browser page, until it goes away.
@@ -390,17 +392,48 @@ pub fn parse_page_command(text: &str) -> PageMessage {
             };
         }
     };
+    // The id is echoed even when the rest cannot be understood.
     let id = cmd.get("id").cloned().unwrap_or(Json::Null);
-    let command = if cmd["op"] == "replay" {
-        Ok(PageCommand::Replay {
-            action: cmd["action"].as_str().unwrap_or("").to_owned(),
-            value: cmd["value"].as_f64(),
-        })
-    } else {
-        Ok(PageCommand::Steer {
-            pid: cmd["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
-            action: steer_action(&cmd),
-        })
+    let op = cmd
+        .get("op")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let request = match serde_json::from_value::<PageRequest>(cmd) {
+        Ok(r) => r,
+        Err(e) => {
+            let known = ["set", "call", "control", "sensor", "line", "replay"];
+            let why = if known.contains(&op.as_str()) {
+                format!("`{op}` needs other fields: {e}")
+            } else {
+                format!("unknown command `{op}`: set, call, control, sensor, line or replay")
+            };
+            // Said once the program is known to be reachable, like any steering mistake.
+            let pid = serde_json::from_str::<Json>(text)
+                .ok()
+                .and_then(|c| c["pid"].as_u64())
+                .and_then(|p| u32::try_from(p).ok());
+            let command = if op == "replay" {
+                Err(why)
+            } else {
+                Ok(PageCommand::Steer {
+                    pid,
+                    action: Err(why),
+                })
+            };
+            return PageMessage { id, command };
+        }
+    };
+    let command = match request {
+        PageRequest::Replay { action, value, .. } => Ok(PageCommand::Replay { action, value }),
+        PageRequest::Set { pid, .. }
+        | PageRequest::Call { pid, .. }
+        | PageRequest::Control { pid, .. }
+        | PageRequest::Sensor { pid, .. }
+        | PageRequest::Line { pid, .. } => Ok(PageCommand::Steer {
+            pid,
+            action: steer_action(request),
+        }),
     };
     PageMessage { id, command }
 }
@@ -408,73 +441,71 @@ pub fn parse_page_command(text: &str) -> PageMessage {
 /// What the page's command line takes.
 const LINE_COMMANDS: &str = "set PATH VALUE, call TARGET ARGS, pause, resume, step [N], until CONDITION, sensors TYPE SETTING";
 
-fn steer_action(cmd: &Json) -> Result<SteerAction, String> {
-    match cmd["op"].as_str().unwrap_or("") {
-        "set" => {
-            let path = cmd["path"].as_str().ok_or("set needs a path")?;
-            Ok(SteerAction::Set(v1::SetRequest {
-                writes: vec![v1::PathValue {
-                    path: path.to_owned(),
-                    value: Some(text_arg(&cmd["value"])),
-                }],
-            }))
-        }
-        "call" => {
-            let target = cmd["target"].as_str().ok_or("call needs a target")?;
-            let args = cmd["args"]
-                .as_array()
-                .map(|a| a.iter().map(text_arg).collect())
-                .unwrap_or_default();
-            Ok(SteerAction::Call(v1::CallRequest {
-                target: target.to_owned(),
-                args,
-                timeout_ms: 5000,
-            }))
-        }
-        "control" => {
-            use v1::control_request::Action;
-            let request = match cmd["action"].as_str().unwrap_or("") {
+fn steer_action(request: PageRequest) -> Result<SteerAction, String> {
+    use v1::control_request::Action;
+    let problem = |e: command::CommandError| e.to_string();
+    Ok(match request {
+        PageRequest::Set { path, value, .. } => SteerAction::Set(v1::SetRequest {
+            writes: vec![v1::PathValue {
+                path,
+                value: Some(text_arg(&value)),
+            }],
+        }),
+        PageRequest::Call { target, args, .. } => SteerAction::Call(v1::CallRequest {
+            target,
+            args: args.iter().map(text_arg).collect(),
+            timeout_ms: command::DEFAULT_CALL_TIMEOUT_MS,
+        }),
+        PageRequest::Control {
+            action,
+            steps,
+            until,
+            ..
+        } => SteerAction::Control(
+            match action.as_str() {
                 "pause" => Ok(command::control_request(Action::Pause)),
                 "resume" => Ok(command::control_request(Action::Resume)),
-                "step" => command::step_request(cmd["steps"].as_u64().unwrap_or(1)),
-                "run-until" => command::until_request(cmd["until"].as_str().unwrap_or("")),
+                "step" => command::step_request(steps.unwrap_or(1)),
+                "run-until" => command::until_request(until.as_deref().unwrap_or("")),
                 other => return Err(format!("unknown control action `{other}`")),
-            };
-            Ok(SteerAction::Control(request.map_err(|e| e.to_string())?))
-        }
-        "sensor" => {
-            let scope = SensorScope::from_word(cmd["type"].as_str().unwrap_or(""));
-            let setting = SensorSetting::parse(cmd["setting"].as_str().unwrap_or(""))
-                .map_err(|e| e.to_string())?;
-            Ok(SteerAction::Sensor {
-                request: command::sensor_request(&scope, setting).map_err(|e| e.to_string())?,
+            }
+            .map_err(problem)?,
+        ),
+        PageRequest::Sensor {
+            type_name, setting, ..
+        } => {
+            let scope = SensorScope::from_word(type_name.as_deref().unwrap_or(""));
+            let setting = SensorSetting::parse(&setting).map_err(problem)?;
+            SteerAction::Sensor {
+                request: command::sensor_request(&scope, setting).map_err(problem)?,
                 label: format!("{scope} {setting}"),
-            })
+            }
         }
         // The page's command line, parsed by the grammar every client shares.
-        "line" => match Command::parse_line(cmd["line"].as_str().unwrap_or("")) {
-            Ok(Some(Command::Steer(c))) => Ok(match c {
+        PageRequest::Line { line, .. } => match Command::parse_line(&line).map_err(problem)? {
+            Some(Command::Steer(c)) => match c {
                 SteerCommand::Set(r) => SteerAction::Set(r),
                 SteerCommand::Call(r) => SteerAction::Call(r),
                 SteerCommand::Control(r) => SteerAction::Control(r),
                 SteerCommand::Sensors { request, label } => SteerAction::Sensor { request, label },
-            }),
-            Ok(None) => {
-                Err("type a command: set, call, pause, resume, step, until or sensors".to_owned())
+            },
+            None => {
+                return Err(
+                    "type a command: set, call, pause, resume, step, until or sensors".to_owned(),
+                );
             }
-            Ok(Some(_)) => Err(format!(
-                "the page's command line changes programs: {LINE_COMMANDS} (what the other commands show is on the page)"
-            )),
-            Err(e) => Err(e.to_string()),
+            Some(_) => {
+                return Err(format!(
+                    "the page's command line changes programs: {LINE_COMMANDS} (what the other commands show is on the page)"
+                ));
+            }
         },
-        other => Err(format!(
-            "unknown command `{other}`: set, call, control, sensor or line"
-        )),
-    }
+        PageRequest::Replay { .. } => return Err("a replay command is not a change".to_owned()),
+    })
 }
 
 /// Runs one command from a page and says how it went: `{t: "reply", id, ok, result | error}`.
-pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> Json {
+pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> ToPage {
     let PageMessage { id, command } = parse_page_command(text);
     let result = match command {
         Err(e) => Err(e),
@@ -482,10 +513,16 @@ pub(crate) async fn command(shared: &Shared, text: &str, steer: bool) -> Json {
         Ok(PageCommand::Steer { pid, action }) if steer => run(shared, pid, action).await,
         Ok(PageCommand::Steer { .. }) => Err("this page has a watch-only token: open it with the hub's steer token to change programs".to_owned()),
     };
-    match result {
-        Ok(r) => json!({"t": "reply", "id": id, "ok": true, "result": r}),
-        Err(e) => json!({"t": "reply", "id": id, "ok": false, "error": e}),
-    }
+    let (ok, result, error) = match result {
+        Ok(r) => (true, Some(r), None),
+        Err(e) => (false, None, Some(e)),
+    };
+    ToPage::Reply(Reply {
+        id,
+        ok,
+        result,
+        error,
+    })
 }
 
 /// Play, pause, speed, seek: what pages see changes for every page, so any page may do it.

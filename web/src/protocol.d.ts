@@ -1,0 +1,628 @@
+// The page protocol's types, generated from crates/gyr-hub/src/protocol.rs by its test
+// `the_page_protocol_declarations_are_current` (GYR_BLESS=1 rewrites this file).
+// Do not edit by hand.
+
+/** `[t, value]`: seconds of the program's clock, and the mean over one bucket. */
+export type Point = [number, number];
+
+/**
+ * A message from the hub to a page.
+ */
+export type ToPage = { "t": "snapshot" } & Snapshot | { "t": "update" } & Update | { "t": "reply" } & Reply;
+
+/**
+ * Everything a page needs to start from.
+ */
+export type Snapshot = { 
+/**
+ * The width of a series bucket, in seconds of program time.
+ */
+bucket_s: number, 
+/**
+ * The window statistics are computed over, in seconds.
+ */
+stats_window_s: number, 
+/**
+ * Every program the hub knows, alive or gone.
+ */
+processes: Array<ProcessSummary>, 
+/**
+ * The history of every series.
+ */
+points: { [key in string]: Array<Point> }, 
+/**
+ * The bucket still filling, per series: drawn as the last point until it closes.
+ */
+live: { [key in string]: Point }, 
+/**
+ * Statistics of every series over the last window.
+ */
+stats: { [key in string]: Stats }, 
+/**
+ * The latest values per group (domain, worker, ...), per grouped field.
+ */
+groups: { [key in string]: { [key in string]: { [key in string]: number } } }, 
+/**
+ * The steering log, oldest first.
+ */
+log: Array<LogLine>, 
+/**
+ * Events of alert types, oldest first.
+ */
+alerts: Array<Alert>, 
+/**
+ * The replay's position and speed, when the hub replays trace files.
+ */
+replay: ReplayState | null, 
+/**
+ * The hub's own state.
+ */
+hub: HubState, };
+
+/**
+ * What changed since the last tick.
+ */
+export type Update = { 
+/**
+ * New closed points of the series that moved.
+ */
+points: { [key in string]: Array<Point> }, 
+/**
+ * The bucket still filling, per series that moved.
+ */
+live: { [key in string]: Point }, 
+/**
+ * New steering-log entries.
+ */
+log: Array<LogLine>, 
+/**
+ * New alerts.
+ */
+alerts: Array<Alert>, 
+/**
+ * Every sixth tick: every program's summary.
+ */
+processes?: Array<ProcessSummary>, 
+/**
+ * Every sixth tick: statistics of the series that moved.
+ */
+stats?: { [key in string]: Stats }, 
+/**
+ * Every sixth tick: the latest values per group.
+ */
+groups?: { [key in string]: { [key in string]: { [key in string]: number } } }, 
+/**
+ * With the summaries: the hub's own state.
+ */
+hub?: HubState, 
+/**
+ * When replaying: the replay's position and speed.
+ */
+replay?: ReplayState, 
+/**
+ * When the update left the hub (Unix ms): the page measures how far behind it is.
+ */
+sent_ms: number, };
+
+/**
+ * A program as the page shows it.
+ */
+export type ProcessSummary = { 
+/**
+ * Process id.
+ */
+pid: number, 
+/**
+ * Its command line, joined by spaces.
+ */
+command: string, 
+/**
+ * How the hub gets its stream: `attached`, `pushed` or `replay`.
+ */
+source: string, 
+/**
+ * Whether it still runs.
+ */
+alive: boolean, 
+/**
+ * Its run state as text (`running`, `paused at step`, ...).
+ */
+state: string, 
+/**
+ * Whether it is paused.
+ */
+paused: boolean, 
+/**
+ * Records its monitors have taken.
+ */
+records: number, 
+/**
+ * Events it reports lost.
+ */
+lost: number, 
+/**
+ * Events the hub received.
+ */
+received: number, 
+/**
+ * Events the hub missed (its queues were full, or the stream broke).
+ */
+missed: number, 
+/**
+ * Records of a type whose schema never reached the hub.
+ */
+unreadable: number, 
+/**
+ * Count and rate per event type, by name.
+ */
+types: { [key in string]: Rate }, 
+/**
+ * Its threads with events or a name.
+ */
+threads: Array<ThreadSummary>, 
+/**
+ * Its steering objects, once the hub has read them.
+ */
+objects: Objects | null, 
+/**
+ * Its sensors, once the hub has read them.
+ */
+sensors: Array<SensorView> | null, };
+
+/**
+ * How many events, and how many a second lately.
+ */
+export type Rate = { 
+/**
+ * Events so far.
+ */
+count: number, 
+/**
+ * Events per second over the last seconds.
+ */
+rate: number, };
+
+/**
+ * One thread of a program.
+ */
+export type ThreadSummary = { 
+/**
+ * gyr's thread id.
+ */
+id: number, 
+/**
+ * Its name, if it has one.
+ */
+name: string, 
+/**
+ * Events so far.
+ */
+count: number, 
+/**
+ * Events per second lately.
+ */
+rate: number, };
+
+/**
+ * A program's steering objects and functions.
+ */
+export type Objects = { 
+/**
+ * Objects (and parameters, which are objects of one attribute).
+ */
+objects: Array<ObjectView>, 
+/**
+ * Registered functions.
+ */
+functions: Array<OperationView>, };
+
+/**
+ * A steering object.
+ */
+export type ObjectView = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * Whether it is a single parameter (`gyr::steer::param`).
+ */
+is_param: boolean, 
+/**
+ * What it is.
+ */
+description: string, 
+/**
+ * Its attributes.
+ */
+attributes: Array<AttributeView>, 
+/**
+ * Its actuators.
+ */
+actuators: Array<OperationView>, };
+
+/**
+ * An attribute of a steering object.
+ */
+export type AttributeView = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * The path a `set` names (`obj.attr`, or the parameter's name).
+ */
+path: string, 
+/**
+ * Its type as users write it (`f64`, `bool`, `[f64]`, ...).
+ */
+type: string, 
+/**
+ * Its value as text.
+ */
+value: string, 
+/**
+ * Its unit, if any.
+ */
+unit: string, 
+/**
+ * The least value a probe may write.
+ */
+min: number | null, 
+/**
+ * The greatest value a probe may write.
+ */
+max: number | null, 
+/**
+ * Whether only the program may change it.
+ */
+read_only: boolean, 
+/**
+ * What it is.
+ */
+description: string, };
+
+/**
+ * An actuator or function.
+ */
+export type OperationView = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * What a `call` names (`obj.actuator`, or the function's name).
+ */
+target: string, 
+/**
+ * What it does.
+ */
+description: string, 
+/**
+ * Its parameters.
+ */
+params: Array<ParamView>, };
+
+/**
+ * A parameter of an actuator or function.
+ */
+export type ParamView = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * Its type as users write it.
+ */
+type: string, };
+
+/**
+ * A sensor and its setting.
+ */
+export type SensorView = { 
+/**
+ * Its event type.
+ */
+type: string, 
+/**
+ * Its instance name, if registered as one.
+ */
+instance: string, 
+/**
+ * `tracing`, `sampling`, `extended`, ...
+ */
+kind: string, 
+/**
+ * Whether it is switched on.
+ */
+enabled: boolean, 
+/**
+ * Whether it records now (on, and its rate allows).
+ */
+active: boolean, 
+/**
+ * Its sampling or rate setting as text.
+ */
+rate: string, 
+/**
+ * Events it skipped by its setting.
+ */
+skipped: number, };
+
+/**
+ * Statistics of a series over the last window.
+ */
+export type Stats = { 
+/**
+ * Points in the window.
+ */
+n: number, 
+/**
+ * Their mean.
+ */
+mean: number, 
+/**
+ * The least.
+ */
+min: number, 
+/**
+ * The greatest.
+ */
+max: number, 
+/**
+ * The median.
+ */
+p50: number, 
+/**
+ * The 99th percentile.
+ */
+p99: number, };
+
+/**
+ * One entry of a program's steering log.
+ */
+export type LogLine = { 
+/**
+ * The program.
+ */
+pid: number, 
+/**
+ * Its number in the program's log.
+ */
+seq: number, 
+/**
+ * Seconds of the program's clock.
+ */
+t: number, 
+/**
+ * Who did it (the client's name).
+ */
+who: string, 
+/**
+ * What was done, as `gyr_client::describe` writes it.
+ */
+action: string, 
+/**
+ * Why it was refused, if it was.
+ */
+error: string, };
+
+/**
+ * An event of an alert type.
+ */
+export type Alert = { 
+/**
+ * The program.
+ */
+pid: number, 
+/**
+ * Seconds of the program's clock.
+ */
+t: number, 
+/**
+ * Its fields as text, by name.
+ */
+fields: { [key in string]: string }, };
+
+/**
+ * The replay's position and speed.
+ */
+export type ReplayState = { 
+/**
+ * Where it is, in seconds from the start.
+ */
+position_s: number, 
+/**
+ * How long the traces last.
+ */
+duration_s: number, 
+/**
+ * Program seconds per wall-clock second.
+ */
+speed: number, 
+/**
+ * Whether it is paused.
+ */
+paused: boolean, 
+/**
+ * The trace files, and the pid each is shown as.
+ */
+files: Array<ReplayFile>, };
+
+/**
+ * A replayed trace file.
+ */
+export type ReplayFile = { 
+/**
+ * Its path.
+ */
+path: string, 
+/**
+ * The pid its program is shown as.
+ */
+pid: number, };
+
+/**
+ * The hub's own state.
+ */
+export type HubState = { 
+/**
+ * What it records (`--record`), if anything.
+ */
+recording: Recording | null, };
+
+/**
+ * The hub's recording.
+ */
+export type Recording = { 
+/**
+ * The directory it writes to.
+ */
+dir: string, 
+/**
+ * Batches written.
+ */
+written: number, 
+/**
+ * Batches dropped (counted in the files too).
+ */
+dropped: number, };
+
+/**
+ * The answer to one [`PageRequest`].
+ */
+export type Reply = { 
+/**
+ * The request's `id`, echoed (`null` if it had none).
+ */
+id: number | string | null, 
+/**
+ * Whether it was done.
+ */
+ok: boolean, 
+/**
+ * What was done, when it was.
+ */
+result?: string, 
+/**
+ * Why not, when it was not.
+ */
+error?: string, };
+
+/**
+ * `/api/access`: whether the hub asks for a token, and what the given one allows.
+ */
+export type AccessInfo = { 
+/**
+ * Whether the hub has tokens at all.
+ */
+guarded: boolean, 
+/**
+ * Whether the given token (or none) lets the page in.
+ */
+ok: boolean, 
+/**
+ * Whether it may steer.
+ */
+steer: boolean, 
+/**
+ * Whether the hub replays traces (the page shows the replay bar).
+ */
+replay: boolean, };
+
+/**
+ * A message from a page to the hub; every one gets a [`Reply`] with its `id`.
+ */
+export type PageRequest = { "op": "set", 
+/**
+ * The request's id, echoed in the reply.
+ */
+id?: number, 
+/**
+ * The program.
+ */
+pid?: number, 
+/**
+ * `obj.attr`.
+ */
+path: string, 
+/**
+ * The new value (a number or a string, taken as text).
+ */
+value: string | number | boolean, } | { "op": "call", 
+/**
+ * The request's id.
+ */
+id?: number, 
+/**
+ * The program.
+ */
+pid?: number, 
+/**
+ * `obj.actuator` or a function's name.
+ */
+target: string, 
+/**
+ * Its arguments (numbers or strings, taken as text).
+ */
+args?: Array<string | number | boolean>, } | { "op": "control", 
+/**
+ * The request's id.
+ */
+id?: number, 
+/**
+ * The program.
+ */
+pid?: number, 
+/**
+ * `pause`, `resume`, `step` or `run-until`.
+ */
+action: string, 
+/**
+ * For `step`: how many synch points (default 1).
+ */
+steps?: number, 
+/**
+ * For `run-until`: the condition.
+ */
+until?: string, } | { "op": "sensor", 
+/**
+ * The request's id.
+ */
+id?: number, 
+/**
+ * The program.
+ */
+pid?: number, 
+/**
+ * The event type, or empty for every sensor.
+ */
+type?: string, 
+/**
+ * `on`, `off`, `all`, `every N` or `rate R`.
+ */
+setting: string, } | { "op": "line", 
+/**
+ * The request's id.
+ */
+id?: number, 
+/**
+ * The program.
+ */
+pid?: number, 
+/**
+ * The line as typed.
+ */
+line: string, } | { "op": "replay", 
+/**
+ * The request's id.
+ */
+id?: number, 
+/**
+ * `play`, `pause`, `speed` or `seek`.
+ */
+action: string, 
+/**
+ * The speed, or the position in seconds.
+ */
+value?: number, };
