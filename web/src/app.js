@@ -52,6 +52,8 @@ const S = {
   /** @type {import('./protocol').HubState | null} */
   hub: null,
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
+  /** Where the page's time goes (`gyr-bench web` reads it): ms per drawn frame, and what came. */
+  perf: { frames: [], pending: 0, messages: 0, bytes: 0 },
   objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
 };
 
@@ -115,10 +117,14 @@ function connect() {
     setTimeout(connect, 1000);
   };
   ws.onmessage = (ev) => {
+    const t0 = performance.now();
     const m = JSON.parse(ev.data);
     // The oldest update not yet drawn: how far behind the page is, drawing included.
-    if (m.sent_ms && !S.sentMs) S.sentMs = m.sent_ms;
+    if (m.t === 'update' && !S.sentMs) S.sentMs = m.sent_ms;
     handle(m);
+    S.perf.pending += performance.now() - t0;
+    S.perf.messages += 1;
+    S.perf.bytes += ev.data.length;
   };
 }
 
@@ -198,7 +204,13 @@ function scheduleRender() {
   S.renderQueued = true;
   requestAnimationFrame(() => {
     S.renderQueued = false;
+    const t0 = performance.now();
     render();
+    // What this frame cost: the updates folded in since the last one, and the drawing.
+    const frame = S.perf.pending + performance.now() - t0;
+    S.perf.pending = 0;
+    S.perf.frames.push(frame);
+    if (S.perf.frames.length > 20000) S.perf.frames.splice(0, 10000);
     if (S.sentMs) { keepingUp(Date.now() - S.sentMs); S.sentMs = 0; }
   });
 }

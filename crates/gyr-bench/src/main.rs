@@ -9,6 +9,7 @@ mod peers;
 mod sensors;
 mod soak;
 mod steering;
+mod web;
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +54,16 @@ enum Bench {
         #[arg(long)]
         json: bool,
         /// Shorter runs (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The web page under load: a hub fed by a program with 1000 threads and 200 series,
+    /// watched by the real page in headless Chromium; time per frame and bytes per second.
+    Web {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// A shorter run (for smoke tests).
         #[arg(long)]
         quick: bool,
     },
@@ -122,6 +133,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::Steering { json, quick } => steering::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
+        Bench::Web { json, quick } => web::run(json, quick),
         Bench::HubFeeder {
             addr,
             processes,
