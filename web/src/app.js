@@ -54,6 +54,8 @@ const S = {
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
   /** Where the page's time goes (`gyr-bench web` reads it): ms per drawn frame, and what came. */
   perf: { frames: [], pending: 0, messages: 0, bytes: 0 },
+  /** Bumped with every set of program summaries: what depends on them only is drawn then. */
+  summaryGen: 0,
   objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
 };
 
@@ -188,6 +190,7 @@ function handle(m) {
   }
   if (m.processes) {
     S.processes = new Map(m.processes.map((p) => [p.pid, p]));
+    S.summaryGen += 1;
     if (S.selected === null || !S.processes.has(S.selected)) {
       const live = m.processes.find((p) => p.alive) || m.processes[0];
       S.selected = live ? live.pid : null;
@@ -267,10 +270,17 @@ function renderPrograms() {
     setClass(item, `prog${p.pid === S.selected ? ' sel' : ''}${p.alive ? '' : ' gone'}`);
     setText(item.querySelector('.rate'), p.source === 'replay' ? 'recording' : p.alive ? `${fmt(rate)} ev/s` : 'exited');
     const threads = /** @type {HTMLElement} */ (item.querySelector('.threads'));
-    const shown = p.pid === S.selected ? p.threads : [];
-    threads.hidden = !shown.length;
-    rebuild(threads, shown.map((t) => `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`).join('\n'),
-      () => shown.map((t) => el('div', {}, `${t.name || 'thread ' + t.id}: ${fmt(t.rate)}/s`)));
+    const selected = p.pid === S.selected;
+    threads.hidden = !selected || !p.threads.length;
+    // The busiest few threads; a program of a thousand threads lists them in the Threads panel.
+    const gen = selected ? `${S.summaryGen}` : '';
+    if (threads.dataset.gen === gen) continue;
+    threads.dataset.gen = gen;
+    const shown = selected ? busiest(p.threads, NAV_THREADS) : [];
+    const more = selected ? p.threads.length - shown.length : 0;
+    rebuild(threads, shown.map((t) => `${threadName(t)}: ${fmt(t.rate)}/s`).join('\n') + more,
+      () => [...shown.map((t) => el('div', {}, `${threadName(t)}: ${fmt(t.rate)}/s`)),
+        ...(more > 0 ? [el('div', { class: 'muted' }, `+ ${more} more threads`)] : [])]);
   }
 }
 
@@ -837,15 +847,38 @@ function renderSensors(p) {
   box.replaceChildren(t);
 }
 
+// Threads listed by name; a program's thousand threads are summed up, the busiest listed.
+const NAV_THREADS = 6;
+const PANEL_THREADS = 30;
+const threadName = (t) => t.name || `thread ${t.id}`;
+/** The `n` threads with the highest rate, busiest first. */
+function busiest(threads, n) {
+  return threads.length <= n ? threads : [...threads].sort((a, b) => b.rate - a.rate).slice(0, n);
+}
+
 function renderThreads(p) {
-  const key = JSON.stringify([p.pid, p.threads, p.types]);
-  rebuild($('threads'), key, () => threadTables(p));
+  const box = $('threads');
+  // Drawn when new summaries came (every few updates), not every frame.
+  const gen = `${p.pid}:${S.summaryGen}`;
+  if (box.dataset.gen === gen) return;
+  box.dataset.gen = gen;
+  box.replaceChildren(...threadTables(p));
 }
 
 function threadTables(p) {
   const t = el('table');
-  t.append(el('tr', {}, el('th', {}, 'thread'), el('th', {}, 'events'), el('th', {}, 'per second')));
-  for (const th of p.threads) t.append(el('tr', {}, el('td', {}, th.name || `#${th.id}`), el('td', { class: 'num' }, th.count.toLocaleString()), el('td', { class: 'num' }, fmt(th.rate))));
+  const shown = busiest(p.threads, PANEL_THREADS);
+  t.append(el('tr', {}, el('th', {}, shown.length < p.threads.length ? `busiest ${shown.length} of ${p.threads.length} threads` : 'thread'),
+    el('th', {}, 'events'), el('th', {}, 'per second')));
+  for (const th of shown) t.append(el('tr', {}, el('td', {}, th.name || `#${th.id}`), el('td', { class: 'num' }, th.count.toLocaleString()), el('td', { class: 'num' }, fmt(th.rate))));
+  if (shown.length < p.threads.length) {
+    const rates = p.threads.map((x) => x.rate).sort((a, b) => a - b);
+    const total = rates.reduce((a, r) => a + r, 0);
+    const median = rates[Math.floor(rates.length / 2)];
+    t.append(el('tr', { class: 'muted' }, el('td', {}, `all ${p.threads.length} threads`),
+      el('td', { class: 'num' }, p.threads.reduce((a, x) => a + x.count, 0).toLocaleString()),
+      el('td', { class: 'num' }, `${fmt(total)} (per thread ${fmt(rates[0])} · ${fmt(median)} · ${fmt(rates[rates.length - 1])})`)));
+  }
   const types = el('table');
   types.append(el('tr', {}, el('th', {}, 'event type'), el('th', {}, 'events'), el('th', {}, 'per second')));
   for (const [name, ty] of Object.entries(p.types)) types.append(el('tr', {}, el('td', {}, name), el('td', { class: 'num' }, ty.count.toLocaleString()), el('td', { class: 'num' }, fmt(ty.rate))));
