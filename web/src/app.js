@@ -53,7 +53,7 @@ const S = {
   hub: null,
   selected: null, charts: [], pending: new Map(), nextId: 1, ws: null, lags: [], maxLag: 0,
   /** Where the page's time goes (`gyr-bench web` reads it): ms per drawn frame, and what came. */
-  perf: { frames: [], pending: 0, messages: 0, bytes: 0 },
+  perf: { frames: [], pending: 0, messages: 0, bytes: 0, summaryBytes: 0 },
   /** Bumped with every set of program summaries: what depends on them only is drawn then. */
   summaryGen: 0,
   objectsKey: '', sensorsKey: '', chartsFor: null, gauges: [], gaugeConf: {},
@@ -127,6 +127,7 @@ function connect() {
     S.perf.pending += performance.now() - t0;
     S.perf.messages += 1;
     S.perf.bytes += ev.data.length;
+    if (m.t === 'update' && m.processes) S.perf.summaryBytes += ev.data.length;
   };
 }
 
@@ -189,6 +190,14 @@ function handle(m) {
     if (!s.x.length || t > s.x[s.x.length - 1]) { s.x.push(t); s.y.push(v); s.live = true; }
   }
   if (m.processes) {
+    // An update leaves out the thread names the page was already told: keep them.
+    if (m.t === 'update') {
+      for (const p of m.processes) {
+        const before = S.processes.get(p.pid);
+        const names = new Map(before ? before.threads.map((t) => [t.id, t.name]) : []);
+        for (const t of p.threads) if (t.name === undefined) t.name = names.get(t.id) ?? '';
+      }
+    }
     S.processes = new Map(m.processes.map((p) => [p.pid, p]));
     S.summaryGen += 1;
     if (S.selected === null || !S.processes.has(S.selected)) {

@@ -191,9 +191,9 @@ export type ThreadSummary = {
  */
 id: number, 
 /**
- * Its name, if it has one.
+ * Its name (empty if it has none); left out of an update once the page was told.
  */
-name: string, 
+name?: string, 
 /**
  * Events so far.
  */

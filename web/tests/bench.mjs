@@ -32,11 +32,12 @@ try {
     await page.click('[data-testid="add-gauge"]');
   }
   await page.waitForTimeout(2000);
-  await page.evaluate(() => { S.perf.frames = []; S.perf.messages = 0; S.perf.bytes = 0; S.perf.pending = 0; });
+  await page.evaluate(() => { S.perf.frames = []; S.perf.messages = 0; S.perf.bytes = 0; S.perf.summaryBytes = 0; S.perf.pending = 0; });
   const t0 = Date.now();
   await page.waitForTimeout(seconds * 1000);
   const perf = await page.evaluate(() => ({
-    frames_ms: S.perf.frames, messages: S.perf.messages, bytes: S.perf.bytes, series: S.series.size,
+    frames_ms: S.perf.frames, messages: S.perf.messages, bytes: S.perf.bytes, summary_bytes: S.perf.summaryBytes,
+    series: S.series.size,
   }));
   console.log(JSON.stringify({ ...perf, seconds: (Date.now() - t0) / 1000 }));
 } finally {

@@ -151,7 +151,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
     let seconds: u64 = if quick { 8 } else { 30 };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/tests/bench.mjs");
-    let web = script.parent().and_then(Path::parent).expect("web/").to_owned();
+    let web = script
+        .parent()
+        .and_then(Path::parent)
+        .expect("web/")
+        .to_owned();
     if !web.join("node_modules/playwright-core").exists() {
         anyhow::bail!(
             "the web benchmark drives Chromium with playwright-core: run `npm ci` in {} first",
@@ -233,6 +237,7 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
         "frame_ms_max": frames.last().copied().unwrap_or(f64::NAN),
         "updates_per_s": updates_per_s,
         "update_bytes_per_s": bytes_per_s,
+        "summary_bytes_per_s": page["summary_bytes"].as_f64().unwrap_or(0.0) / secs,
         "series_shown": page["series"],
         "events_sent": sent,
         "hub_received": received,

@@ -228,6 +228,8 @@ const STEER_EVENT: &str = "gyr.steer";
 #[derive(Debug, Default)]
 struct ThreadState {
     name: String,
+    /// Whether the update stream has carried this name (a snapshot always carries it).
+    name_sent: bool,
     count: TypeCount,
     /// The highest sequence number taken in: a record seen twice (a program that both pushes
     /// and is attached, for a moment) is taken once.
@@ -352,6 +354,7 @@ impl Process {
         let th = self.threads.entry(t.id).or_default();
         if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
             th.name = t.name.clone();
+            th.name_sent = false;
             self.wire_threads.push(gyr_proto::stream::wire_thread(t));
         }
     }
@@ -547,7 +550,9 @@ impl Process {
     }
 
     /// The process as the UI shows it (without series).
-    fn summary(&mut self, now: Instant) -> ProcessSummary {
+    /// `whole`: every thread's name (a snapshot); otherwise only names the update stream has
+    /// not carried yet, since a page keeps what it was told.
+    fn summary(&mut self, now: Instant, whole: bool) -> ProcessSummary {
         let mut types: Vec<&mut TypeState> = self.types.values_mut().collect();
         types.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
         let rates = types
@@ -566,11 +571,17 @@ impl Process {
             .threads
             .iter_mut()
             .filter(|(_, t)| t.count.count > 0 || !t.name.is_empty())
-            .map(|(id, t)| ThreadSummary {
-                id: *id,
-                name: t.name.clone(),
-                count: t.count.count,
-                rate: t.count.rate(now),
+            .map(|(id, t)| {
+                let name = (whole || !t.name_sent).then(|| t.name.clone());
+                if !whole {
+                    t.name_sent = true;
+                }
+                ThreadSummary {
+                    id: *id,
+                    name,
+                    count: t.count.count,
+                    rate: shown(t.count.rate(now)),
+                }
             })
             .collect();
         let state = self.status.as_ref().and_then(|s| s.state.clone());
@@ -691,6 +702,21 @@ fn sensors_view(r: &v1::SensorsReply) -> Vec<SensorView> {
         .collect()
 }
 
+/// A value as pages get it: 7 significant digits (single precision, finer than any chart or
+/// gauge draws), so that its JSON is short; statistics are computed on the full values.
+fn shown(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(6 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// A series point as pages get it: the time to the microsecond, the value to 7 digits.
+fn shown_point((t, v): Point) -> Point {
+    ((t * 1e6).round() / 1e6, shown(v))
+}
+
 /// Every watched program.
 #[derive(Debug, Default)]
 pub(crate) struct Model {
@@ -712,7 +738,7 @@ impl Model {
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
             if full {
-                summaries.push(p.summary(now));
+                summaries.push(p.summary(now, false));
             }
             let pid = p.pid;
             for (ty, f, s) in p.series_mut() {
@@ -722,10 +748,13 @@ impl Model {
                 s.moved = false;
                 let fresh = s.take_fresh();
                 if !fresh.is_empty() {
-                    points.insert(series_id(pid, ty, f), fresh);
+                    points.insert(
+                        series_id(pid, ty, f),
+                        fresh.into_iter().map(shown_point).collect(),
+                    );
                 }
                 if let Some(l) = s.live() {
-                    live.insert(series_id(pid, ty, f), l);
+                    live.insert(series_id(pid, ty, f), shown_point(l));
                 }
             }
             if full {
@@ -756,14 +785,17 @@ impl Model {
         let mut log = Vec::new();
         let mut alerts = Vec::new();
         for p in self.processes.values_mut() {
-            processes.push(p.summary(now));
+            processes.push(p.summary(now, true));
             let pid = p.pid;
             for (ty, f, s) in p.series_mut() {
                 // Fresh points are in this history and will come in the next update too (other
                 // pages need them): the page takes a point once, by its time.
-                points.insert(series_id(pid, ty, f), s.points.iter().copied().collect());
+                points.insert(
+                    series_id(pid, ty, f),
+                    s.points.iter().copied().map(shown_point).collect(),
+                );
                 if let Some(l) = s.live() {
-                    live.insert(series_id(pid, ty, f), l);
+                    live.insert(series_id(pid, ty, f), shown_point(l));
                 }
             }
             p.analyses(true, &mut stats, &mut groups);
@@ -902,5 +934,29 @@ pub(crate) mod tests {
         b.schemas.clear();
         assert_eq!(p.ingest_batch(&b), 0);
         assert_eq!(p.unreadable, 1);
+    }
+
+    #[test]
+    fn pages_get_values_to_seven_digits_and_times_to_the_microsecond() {
+        assert_eq!(shown(123.456789012), 123.4568);
+        assert_eq!(shown(-0.000123456789), -0.0001234568);
+        assert_eq!(shown(0.0), 0.0);
+        assert!(shown(f64::NAN).is_nan());
+        assert_eq!(shown(f64::INFINITY), f64::INFINITY);
+        assert_eq!(shown_point((1.23456789, 2.0)), (1.234568, 2.0));
+    }
+
+    #[test]
+    fn a_thread_name_goes_out_once_in_updates_and_always_in_snapshots() {
+        let schema = Schema::new(5, "x", vec![Field::new("v", FieldType::F64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        p.ingest_batch(&batch(&schema, &[(1, vec![Value::Float(1.0)])], 0));
+        let now = Instant::now();
+        let names =
+            |s: &ProcessSummary| s.threads.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&p.summary(now, false)), [Some("main".to_owned())]);
+        assert_eq!(names(&p.summary(now, false)), [None]);
+        assert_eq!(names(&p.summary(now, true)), [Some("main".to_owned())]);
+        assert_eq!(names(&p.summary(now, false)), [None]);
     }
 }

@@ -8,7 +8,10 @@
 //! [`AccessInfo`], `/api/state` a [`Snapshot`].
 //!
 //! A series is named `PID/TYPE/FIELD`; a point is `[t, value]`, `t` in seconds of the
-//! program's clock. Maps keep the order the hub built them in.
+//! program's clock (to the microsecond), the value to 7 significant digits (what a chart can
+//! show; statistics are computed on full values). Maps keep the order the hub built them in.
+//! What does not change is not sent again: a thread's name comes in the snapshot and in the
+//! first update that lists the thread, and the page keeps it.
 //!
 //! `web/src/protocol.d.ts` declares the same types for the page's code; a test generates it
 //! from these and fails when the checked-in file differs (`GYR_BLESS=1` rewrites it).
@@ -158,8 +161,10 @@ pub struct ThreadSummary {
     /// gyr's thread id.
     #[cfg_attr(test, ts(type = "number"))]
     pub id: u64,
-    /// Its name, if it has one.
-    pub name: String,
+    /// Its name (empty if it has none); left out of an update once the page was told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub name: Option<String>,
     /// Events so far.
     #[cfg_attr(test, ts(type = "number"))]
     pub count: u64,
