@@ -12,7 +12,7 @@
 //! so, not forgotten.
 
 use crate::Shared;
-use crate::model::{Process, Source};
+use crate::program::{Process, Source};
 use gyr_client::{CLIENT_HEADER, discovery};
 use gyr_proto::v1;
 use gyr_proto::v1::gyr_client::GyrClient;
@@ -96,27 +96,23 @@ pub(crate) async fn discover(shared: Arc<Shared>, dir: PathBuf) {
             if a.pid == std::process::id() {
                 continue;
             }
-            let new = {
-                let mut m = shared.lock();
-                match m.processes.get(&a.pid) {
-                    // Attached, pushing, or gone while its announcement is still being removed:
-                    // a program is taken once, and keeps its history after it exits.
-                    Some(p) if p.alive || p.started_unix_ns == a.started_unix_ns => false,
-                    // New, or a new program that reuses an old pid.
-                    _ => {
-                        let mut p = Process::new(
-                            a.pid,
-                            a.command_line.clone(),
-                            a.started_unix_ns,
-                            Source::Attached,
-                        );
-                        // Announced in this user's directory: on this machine.
-                        p.host = gyr_core::TraceHeader::for_this_process().host;
-                        m.processes.insert(a.pid, p);
-                        true
-                    }
+            let new = shared.programs.put_if(a.pid, |known| match known {
+                // Attached, pushing, or gone while its announcement is still being removed:
+                // a program is taken once, and keeps its history after it exits.
+                Some(p) if p.alive || p.started_unix_ns == a.started_unix_ns => None,
+                // New, or a new program that reuses an old pid.
+                _ => {
+                    let mut p = Process::new(
+                        a.pid,
+                        a.command_line.clone(),
+                        a.started_unix_ns,
+                        Source::Attached,
+                    );
+                    // Announced in this user's directory: on this machine.
+                    p.host = gyr_core::TraceHeader::for_this_process().host;
+                    Some(p)
                 }
-            };
+            });
             if new {
                 tokio::spawn(attach(
                     shared.clone(),
@@ -134,20 +130,17 @@ pub(crate) async fn discover(shared: Arc<Shared>, dir: PathBuf) {
 
 /// Marks a program gone (if it is still the one that started at `started`).
 fn gone(shared: &Shared, pid: u32, started: u64) {
-    let ended = {
-        let mut m = shared.lock();
-        match m.processes.get_mut(&pid) {
-            Some(p) if p.started_unix_ns == started && p.alive => {
-                p.alive = false;
-                if p.finished() {
-                    finished(shared, p);
-                }
-                true
-            }
-            _ => false,
+    let ended = shared.programs.with(pid, |p| {
+        if p.started_unix_ns != started || !p.alive {
+            return false;
         }
-    };
-    if ended {
+        p.alive = false;
+        if p.finished() {
+            finished(shared, p);
+        }
+        true
+    });
+    if ended == Some(true) {
         shared.clients().remove(&pid);
     }
 }
@@ -165,28 +158,29 @@ fn finished(shared: &Shared, p: &Process) {
 /// Counts an event stream from program `pid` (started at `started`) as open; false if that
 /// program is no longer the one under this pid.
 fn stream_opened(shared: &Shared, pid: u32, started: u64) -> bool {
-    let mut m = shared.lock();
-    match m.processes.get_mut(&pid) {
-        Some(p) if p.started_unix_ns == started => {
-            p.streams += 1;
-            true
-        }
-        _ => false,
-    }
+    shared
+        .programs
+        .with(pid, |p| {
+            let same = p.started_unix_ns == started;
+            if same {
+                p.streams += 1;
+            }
+            same
+        })
+        .unwrap_or(false)
 }
 
 /// An event stream from program `pid` ended: if the program is gone, its subscribers' streams
 /// end too, now that its last batch has been forwarded.
 fn stream_closed(shared: &Shared, pid: u32, started: u64) {
-    let mut m = shared.lock();
-    if let Some(p) = m.processes.get_mut(&pid)
-        && p.started_unix_ns == started
-    {
-        p.streams = p.streams.saturating_sub(1);
-        if p.finished() {
-            finished(shared, p);
+    shared.programs.with(pid, |p| {
+        if p.started_unix_ns == started {
+            p.streams = p.streams.saturating_sub(1);
+            if p.finished() {
+                finished(shared, p);
+            }
         }
-    }
+    });
 }
 
 /// Attaches to one program's server until it goes away: its state, its log and, unless it
@@ -256,16 +250,13 @@ async fn follow_log(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClien
     };
     let mut stream = stream.into_inner();
     while let Ok(Some(e)) = stream.message().await {
-        let entry = {
-            let mut m = shared.lock();
-            match m.processes.get_mut(&pid) {
-                Some(p) if p.started_unix_ns == started => {
-                    p.log_entry(&e);
-                    p.log_entries.back().cloned()
-                }
-                _ => return,
-            }
-        };
+        let entry = shared.programs.with(pid, |p| {
+            (p.started_unix_ns == started).then(|| {
+                p.log_entry(&e);
+                p.log_entries.back().cloned()
+            })
+        });
+        let Some(Some(entry)) = entry else { return };
         if let Some(e) = entry {
             let _ = shared.outputs.log.send(e);
         }
@@ -289,14 +280,17 @@ async fn poll(shared: Arc<Shared>, pid: u32, started: u64, c: ProgramClient) {
             .map(|r| r.into_inner());
         match (status, objects, sensors) {
             (Ok(s), Ok(o), Ok(se)) => {
-                let mut m = shared.lock();
-                match m.processes.get_mut(&pid) {
-                    Some(p) if p.started_unix_ns == started => {
+                let same = shared.programs.with(pid, |p| {
+                    let same = p.started_unix_ns == started;
+                    if same {
                         p.status = Some(s);
                         p.objects = Some(o);
                         p.sensors = Some(se);
                     }
-                    _ => return,
+                    same
+                });
+                if same != Some(true) {
+                    return;
                 }
             }
             _ => return gone(&shared, pid, started),
@@ -323,24 +317,20 @@ pub(crate) async fn publish(
     };
     gyr_proto::check_version(hello.protocol_version, "this hub", "the program")?;
     let (pid, started) = (hello.pid, hello.started_unix_ns);
-    let attach_back = {
-        let mut m = shared.lock();
-        match m.processes.get_mut(&pid) {
-            // Already attached through its announcement: the push takes over the events.
-            Some(p) if p.alive && p.started_unix_ns == started => {
-                p.source = Source::Pushed;
-                p.host = hello.host.clone();
-                false
-            }
-            _ => {
-                let mut p = Process::new(pid, hello.command_line.clone(), started, Source::Pushed);
-                p.host = hello.host.clone();
-                p.clock_zero_unix_ns = hello.clock_zero_unix_ns;
-                m.processes.insert(pid, p);
-                true
-            }
+    let attach_back = shared.programs.put_if(pid, |known| match known {
+        // Already attached through its announcement: the push takes over the events.
+        Some(p) if p.alive && p.started_unix_ns == started => {
+            p.source = Source::Pushed;
+            p.host = hello.host.clone();
+            None
         }
-    };
+        _ => {
+            let mut p = Process::new(pid, hello.command_line.clone(), started, Source::Pushed);
+            p.host = hello.host.clone();
+            p.clock_zero_unix_ns = hello.clock_zero_unix_ns;
+            Some(p)
+        }
+    });
     stream_opened(&shared, pid, started);
     let address = Address::parse(&hello.steer_address);
     if attach_back && let Some(a) = address.clone() {

@@ -1,23 +1,26 @@
 #![doc = include_str!("../README.md")]
 //!
 //! Data flow: `input` takes programs in (attached through their embedded servers, or
-//! pushing to the hub's gRPC API) → `model` keeps and analyses their streams → output ports:
-//! `output` streams to gRPC clients of the hub, `store` writes trace files, a ticker turns
-//! the model's changes into one update a tick and `web` pushes it to every page. What pages
+//! pushing to the hub's gRPC API) → `program` keeps each program's state under its own lock
+//! and takes in its batches, feeding `analysis` (series, statistics, rates, groups) → output
+//! ports: `output` streams to gRPC clients of the hub, `store` writes trace files, a ticker
+//! turns the changes into one update a tick (`view`) and `web` pushes it to every page. What pages
 //! and gRPC clients ask (`web`, `service`) is forwarded to the programs.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+mod analysis;
 mod heap;
 mod input;
-mod model;
 mod output;
+mod program;
 pub mod protocol;
 mod replay;
 mod service;
 mod store;
+mod view;
 mod web;
 
-pub use model::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
+pub use analysis::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
 pub use replay::ReplayError;
 pub use store::DEFAULT_RECORD_QUEUE_BYTES;
 #[doc(hidden)]
@@ -26,7 +29,7 @@ pub use web::{PageCommand, PageMessage, SteerAction, parse_page_command};
 use gyr_proto::listen::{ConnectionCounts, GuardedListener};
 use gyr_proto::v1;
 use input::ProgramClient;
-use model::{Model, Source};
+use program::{Programs, Source};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -157,7 +160,7 @@ impl Access {
 /// State shared by the hub's tasks.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    model: Mutex<Model>,
+    pub(crate) programs: Programs,
     /// Updates for the pages, as JSON text.
     updates: tokio::sync::broadcast::Sender<Arc<String>>,
     /// A client per program the hub can steer, for what pages and gRPC clients ask.
@@ -174,10 +177,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Model> {
-        self.model.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The hub's own state for the pages: what it records, and what that dropped.
     pub(crate) fn hub_state(&self) -> protocol::HubState {
         use std::sync::atomic::Ordering::Relaxed;
@@ -204,17 +203,17 @@ impl Shared {
         source: Source,
         batch: v1::EventBatch,
     ) -> Option<u64> {
-        let mut m = self.lock();
-        let p = m.processes.get_mut(&pid)?;
-        if p.started_unix_ns != started || p.source != source {
-            return None;
-        }
-        let n = p.ingest_batch(&batch);
-        self.outputs.forward(p, &batch);
-        if let Some(s) = &self.store {
-            s.batch(p, Arc::new(batch));
-        }
-        Some(n)
+        self.programs.with(pid, |p| {
+            if p.started_unix_ns != started || p.source != source {
+                return None;
+            }
+            let n = p.ingest_batch(&batch);
+            self.outputs.forward(p, &batch);
+            if let Some(s) = &self.store {
+                s.batch(p, Arc::new(batch));
+            }
+            Some(n)
+        })?
     }
 }
 
@@ -287,7 +286,7 @@ impl Hub {
             })?;
         let (updates, _) = tokio::sync::broadcast::channel(256);
         let shared = Arc::new(Shared {
-            model: Mutex::new(Model::default()),
+            programs: Programs::default(),
             updates,
             clients: Mutex::new(HashMap::new()),
             outputs: output::Outputs::default(),
@@ -371,23 +370,21 @@ impl Hub {
 
     /// The programs known now: (pid, alive, events received).
     pub fn programs(&self) -> Vec<(u32, bool, u64)> {
+        let mut v = Vec::new();
         self.shared
-            .lock()
-            .processes
-            .values()
-            .map(|p| (p.pid, p.alive, p.received))
-            .collect()
+            .programs
+            .each(|p| v.push((p.pid, p.alive, p.received)));
+        v
     }
 
     /// Events received from every program, and events lost on the way to the hub (streams
     /// that fell behind, records the hub could not read, batches storage had to drop).
     pub fn totals(&self) -> (u64, u64) {
-        let m = self.shared.lock();
         let (mut received, mut lost) = (0, 0);
-        for p in m.processes.values() {
+        self.shared.programs.each(|p| {
             received += p.received;
             lost += p.missed + p.unreadable;
-        }
+        });
         if let Some(s) = &self.shared.store {
             lost += s.dropped.load(std::sync::atomic::Ordering::Relaxed);
         }
@@ -396,7 +393,8 @@ impl Hub {
 
     /// Everything the hub knows, as the JSON a page gets when it connects.
     pub fn snapshot(&self) -> serde_json::Value {
-        let snap = protocol::ToPage::Snapshot(self.shared.lock().snapshot(Instant::now()));
+        let snap =
+            protocol::ToPage::Snapshot(view::snapshot(&self.shared.programs, Instant::now()));
         serde_json::to_value(snap).expect("page messages always serialize")
     }
 }
@@ -430,9 +428,11 @@ async fn ticker(shared: Arc<Shared>) {
         if shared.updates.receiver_count() == 0 {
             continue;
         }
-        let mut update = shared
-            .lock()
-            .update(Instant::now(), n.is_multiple_of(SUMMARY_EVERY));
+        let mut update = view::update(
+            &shared.programs,
+            Instant::now(),
+            n.is_multiple_of(SUMMARY_EVERY),
+        );
         update.replay = shared.replay.as_ref().map(|r| r.state());
         if update.processes.is_some() {
             update.hub = Some(shared.hub_state());

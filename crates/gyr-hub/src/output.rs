@@ -5,7 +5,7 @@
 //! records. Queues are bounded: a slow subscriber loses batches, counted in its next batch,
 //! and never slows the hub or another subscriber.
 
-use crate::model::Process;
+use crate::program::Process;
 use gyr_core::record::{Records, push_record};
 use gyr_proto::batch_queue::{BatchReceiver, BatchSender, Refused, batch_queue};
 use gyr_proto::v1;
@@ -170,7 +170,7 @@ impl Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Source, tests::batch};
+    use crate::program::{Source, tests::batch};
     use gyr_core::{Field, FieldType, Schema, Value};
 
     #[test]

@@ -8,7 +8,7 @@
 //! pausing up to the new position (so the charts show the history up to there), then plays on.
 
 use crate::Shared;
-use crate::model::{Process, Source};
+use crate::program::{Process, Source};
 use crate::protocol::{ReplayFile, ReplayState};
 use gyr_core::trace::Item;
 use gyr_core::{TraceHeader, TraceReader};
@@ -255,7 +255,7 @@ fn play_file(shared: &Shared, i: usize) {
             Source::Replay,
         );
         p.host = f.header.host.clone();
-        shared.lock().processes.insert(f.pid, p);
+        shared.programs.insert(p);
         let outcome = feed(shared, replay, f, generation);
         if outcome == Fed::Stop {
             return;
@@ -311,9 +311,7 @@ fn feed(shared: &Shared, replay: &Replay, f: &File, generation: u64) -> Fed {
 }
 
 fn with_process(shared: &Shared, pid: u32, f: impl FnOnce(&mut Process)) {
-    if let Some(p) = shared.lock().processes.get_mut(&pid) {
-        f(p);
-    }
+    shared.programs.with(pid, f);
 }
 
 /// Waits until the clock reaches `at`; returns the position then, or why to stop feeding.

@@ -84,13 +84,12 @@ impl HubService {
         if let Some(pid) = self.named(req)? {
             return Ok(pid);
         }
-        let m = self.shared.lock();
-        let live: Vec<u32> = m
-            .processes
-            .values()
-            .filter(|p| p.alive)
-            .map(|p| p.pid)
-            .collect();
+        let mut live = Vec::new();
+        self.shared.programs.each(|p| {
+            if p.alive {
+                live.push(p.pid);
+            }
+        });
         match live.as_slice() {
             [pid] => Ok(*pid),
             [] => Err(Status::failed_precondition(
@@ -121,9 +120,10 @@ impl HubService {
         if let Some(c) = self.shared.clients().get(&pid) {
             return Ok((c.clone(), who));
         }
-        let m = self.shared.lock();
-        Err(match m.processes.get(&pid) {
-            Some(p) if !p.alive && p.source == crate::model::Source::Replay => {
+        let known = self.shared.programs.get(pid);
+        let known = known.as_deref().map(crate::program::lock);
+        Err(match known.as_deref() {
+            Some(p) if !p.alive && p.source == crate::program::Source::Replay => {
                 Status::failed_precondition(format!(
                     "program {pid} is a recording being replayed: it can be watched, not steered"
                 ))
@@ -164,13 +164,16 @@ impl v1::gyr_server::Gyr for HubService {
         // With a program named, the client talks to that program through the hub.
         let (pid, command_line) = match self.named(&req)? {
             Some(pid) => {
-                let m = self.shared.lock();
-                let p = m.processes.get(&pid).ok_or_else(|| {
-                    Status::not_found(format!(
-                        "the hub watches no program {pid}; `gyr ps --hub HUB` lists them"
-                    ))
-                })?;
-                (pid, p.command_line.clone())
+                let command_line = self
+                    .shared
+                    .programs
+                    .with(pid, |p| p.command_line.clone())
+                    .ok_or_else(|| {
+                        Status::not_found(format!(
+                            "the hub watches no program {pid}; `gyr ps --hub HUB` lists them"
+                        ))
+                    })?;
+                (pid, command_line)
             }
             None => (std::process::id(), std::env::args().collect()),
         };
@@ -189,10 +192,9 @@ impl v1::gyr_server::Gyr for HubService {
         req: Request<v1::ListProcessesRequest>,
     ) -> Result<Response<v1::ListProcessesReply>, Status> {
         self.permission(&req)?;
-        let m = self.shared.lock();
-        Ok(Response::new(v1::ListProcessesReply {
-            processes: m.processes.values().map(|p| p.info()).collect(),
-        }))
+        let mut processes = Vec::new();
+        self.shared.programs.each(|p| processes.push(p.info()));
+        Ok(Response::new(v1::ListProcessesReply { processes }))
     }
 
     async fn publish(
@@ -268,19 +270,22 @@ impl v1::gyr_server::Gyr for HubService {
         self.permission(&req)?;
         let pid = self.named(&req)?;
         let r = req.into_inner();
-        let rx = {
-            // Under the model's lock, so that the program cannot end between the look and
-            // the subscription (its end is marked under the same lock).
-            let m = self.shared.lock();
-            let finished = pid
-                .and_then(|pid| m.processes.get(&pid))
-                .is_some_and(|p| p.finished());
-            if finished {
-                // Its stream is over: an empty stream that ends at once.
-                gyr_proto::batch_queue::batch_queue(1, 1).1
-            } else {
-                self.shared.outputs.subscribe(pid, r.types, r.threads)
-            }
+        let outputs = &self.shared.outputs;
+        // Under the program's lock, so that it cannot end between the look and the
+        // subscription (its end is marked under the same lock).
+        let known = pid.and_then(|pid| {
+            self.shared.programs.with(pid, |p| {
+                if p.finished() {
+                    // Its stream is over: an empty stream that ends at once.
+                    gyr_proto::batch_queue::batch_queue(1, 1).1
+                } else {
+                    outputs.subscribe(Some(p.pid), r.types.clone(), r.threads.clone())
+                }
+            })
+        });
+        let rx = match known {
+            Some(rx) => rx,
+            None => outputs.subscribe(pid, r.types, r.threads),
         };
         Ok(Response::new(Box::pin(rx)))
     }
@@ -296,12 +301,10 @@ impl v1::gyr_server::Gyr for HubService {
         // most, never not at all (the client sees its seq again).
         let mut live = self.shared.outputs.log.subscribe();
         let past: Vec<v1::LogEntry> = {
-            let m = self.shared.lock();
-            let mut v: Vec<v1::LogEntry> = m
-                .processes
-                .values()
-                .flat_map(|p| p.log_entries.iter().filter(|e| wanted(e)).cloned())
-                .collect();
+            let mut v: Vec<v1::LogEntry> = Vec::new();
+            self.shared
+                .programs
+                .each(|p| v.extend(p.log_entries.iter().filter(|e| wanted(e)).cloned()));
             v.sort_by_key(|e| e.time_ns);
             v
         };

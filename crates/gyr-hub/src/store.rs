@@ -10,7 +10,7 @@
 //! carries the program's whole description (schemas and threads), and the file is closed only
 //! once the program is gone and its last stream has delivered its last batch.
 
-use crate::model::Process;
+use crate::program::Process;
 use gyr_core::record::Records;
 use gyr_core::{TraceEnd, TraceHeader, TraceWriter};
 use gyr_proto::v1;

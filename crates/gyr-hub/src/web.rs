@@ -265,7 +265,7 @@ async fn ws(
 
 /// Everything a page needs to start from.
 fn snapshot(shared: &Shared) -> ToPage {
-    let mut snap = shared.lock().snapshot(Instant::now());
+    let mut snap = crate::view::snapshot(&shared.programs, Instant::now());
     snap.replay = shared.replay.as_ref().map(|r| r.state());
     snap.hub = shared.hub_state();
     ToPage::Snapshot(snap)
@@ -541,9 +541,10 @@ async fn run(
 ) -> Result<String, String> {
     let pid = pid.ok_or("the command names no program (pid)")?;
     let pc = shared.clients().get(&pid).cloned().ok_or_else(|| {
-        let m = shared.lock();
-        match m.processes.get(&pid) {
-            Some(p) if p.source == crate::model::Source::Replay => {
+        let known = shared.programs.get(pid);
+        let known = known.as_deref().map(crate::program::lock);
+        match known.as_deref() {
+            Some(p) if p.source == crate::program::Source::Replay => {
                 format!(
                     "program {pid} is a recording being replayed: it can be watched, not steered"
                 )

@@ -1,0 +1,298 @@
+//! The live analyses over one event type's stream: decimated series of every numeric field
+//! with windowed statistics, per-type rates, and the latest values per group (per domain, per
+//! worker) for load-balance bars.
+//!
+//! Decimation happens here, not in the browser: a series keeps at most one point per
+//! [`BUCKET_S`] of program time (the mean of the events in it), so a page receives at most
+//! 50 points a second per series whatever the event rate.
+
+use crate::protocol::{Groups, Stats};
+use gyr_core::Schema;
+use gyr_core::schema::ScalarType;
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+/// Width of a decimation bucket, in seconds of program time.
+pub const BUCKET_S: f64 = 0.02;
+/// Decimated points kept per series (at 50 per second: the last 80 seconds).
+pub const HISTORY_POINTS: usize = 4000;
+/// Program time over which windowed statistics are computed.
+pub const STATS_WINDOW_S: f64 = 10.0;
+/// Raw values kept per series for the windowed statistics.
+const WINDOW_VALUES: usize = 20_000;
+/// Distinct values of an integer field up to which it counts as a group key (domain, worker).
+const MAX_GROUPS: usize = 64;
+
+/// A numeric field of one event type, over time.
+#[derive(Debug, Default)]
+pub(crate) struct Series {
+    pub(crate) points: VecDeque<(f64, f64)>,
+    fresh: Vec<(f64, f64)>,
+    bucket: Option<Bucket>,
+    window: VecDeque<(f64, f64)>,
+    /// Whether values arrived since the statistics were last computed.
+    pub(crate) dirty: bool,
+    /// Whether values arrived since the last update to the pages.
+    pub(crate) moved: bool,
+    stats: Option<Stats>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    index: i64,
+    sum: f64,
+    n: u32,
+}
+
+impl Series {
+    fn push(&mut self, t: f64, v: f64) {
+        let index = (t / BUCKET_S).floor() as i64;
+        match &mut self.bucket {
+            Some(b) if b.index == index => {
+                b.sum += v;
+                b.n += 1;
+            }
+            _ => {
+                self.flush();
+                self.bucket = Some(Bucket {
+                    index,
+                    sum: v,
+                    n: 1,
+                });
+            }
+        }
+        self.window.push_back((t, v));
+        if self.window.len() > WINDOW_VALUES {
+            self.window.pop_front();
+        }
+        self.dirty = true;
+        self.moved = true;
+    }
+
+    fn flush(&mut self) {
+        if let Some(b) = self.bucket.take() {
+            let p = ((b.index as f64 + 0.5) * BUCKET_S, b.sum / b.n as f64);
+            self.points.push_back(p);
+            if self.points.len() > HISTORY_POINTS {
+                self.points.pop_front();
+            }
+            self.fresh.push(p);
+            // Nobody took them (no page open): the history has them.
+            if self.fresh.len() > HISTORY_POINTS {
+                self.fresh.clear();
+            }
+        }
+    }
+
+    /// Points decimated since the last call.
+    pub(crate) fn take_fresh(&mut self) -> Vec<(f64, f64)> {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// The bucket still filling, as a provisional point: pages draw it at once and replace it
+    /// when the bucket closes, so what they show is never a bucket late.
+    pub(crate) fn live(&self) -> Option<(f64, f64)> {
+        self.bucket
+            .map(|b| ((b.index as f64 + 0.5) * BUCKET_S, b.sum / b.n as f64))
+    }
+
+    /// Count, mean, min, max, p50, p99 over the last [`STATS_WINDOW_S`] of program time,
+    /// recomputed only when values arrived since the last time.
+    pub(crate) fn stats(&mut self) -> Option<&Stats> {
+        if self.dirty {
+            self.dirty = false;
+            self.stats = window_stats(&self.window);
+        }
+        self.stats.as_ref()
+    }
+}
+
+fn window_stats(window: &VecDeque<(f64, f64)>) -> Option<Stats> {
+    let last = window.back()?.0;
+    let mut v: Vec<f64> = window
+        .iter()
+        .rev()
+        .take_while(|(t, _)| *t >= last - STATS_WINDOW_S)
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite())
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
+    Some(Stats {
+        n: n as u32,
+        mean: v.iter().sum::<f64>() / n as f64,
+        min: v[0],
+        max: v[n - 1],
+        p50: q(0.5),
+        p99: q(0.99),
+    })
+}
+
+/// Per-type counters for rates.
+#[derive(Debug, Default)]
+pub(crate) struct TypeCount {
+    pub(crate) count: u64,
+    /// (when, count) at recent ticks, for a rate over about a second.
+    history: VecDeque<(Instant, u64)>,
+}
+
+impl TypeCount {
+    pub(crate) fn rate(&mut self, now: Instant) -> f64 {
+        self.history.push_back((now, self.count));
+        while self.history.len() > 2 && now.duration_since(self.history[1].0).as_secs_f64() >= 1.0 {
+            self.history.pop_front();
+        }
+        let (t0, c0) = self.history[0];
+        let dt = now.duration_since(t0).as_secs_f64();
+        if dt > 0.0 {
+            (self.count - c0) as f64 / dt
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What the hub keeps of one event type of one program, indexed by field position so that
+/// an event is taken in without a lookup by name.
+#[derive(Debug)]
+pub(crate) struct TypeState {
+    pub(crate) schema: Schema,
+    pub(crate) count: TypeCount,
+    /// Per field: its series, for scalar (numeric) fields.
+    series: Vec<Option<Series>>,
+    /// Per field: for integer fields still taken as a group key (domain, worker, rank), the
+    /// latest value of every field per key value (NaN: none yet).
+    groups: Vec<Option<BTreeMap<i64, Vec<f64>>>>,
+    /// `gyr.alert`: its events feed the alerts panel.
+    pub(crate) alert: bool,
+    /// `gyr.steer`: in a replay, the steering log is rebuilt from these.
+    pub(crate) steer: bool,
+}
+
+/// The event type whose events feed the alerts panel.
+const ALERT_EVENT: &str = "gyr.alert";
+/// The event type the steering log is also written as.
+const STEER_EVENT: &str = "gyr.steer";
+
+impl TypeState {
+    pub(crate) fn new(schema: Schema) -> Self {
+        let series = schema
+            .fields
+            .iter()
+            .map(|f| f.ty.scalar().map(|_| Series::default()))
+            .collect();
+        let groups = schema
+            .fields
+            .iter()
+            .map(|f| {
+                matches!(
+                    f.ty.scalar(),
+                    Some(
+                        ScalarType::I8
+                            | ScalarType::I16
+                            | ScalarType::I32
+                            | ScalarType::I64
+                            | ScalarType::U8
+                            | ScalarType::U16
+                            | ScalarType::U32
+                            | ScalarType::U64
+                    )
+                )
+                .then(BTreeMap::new)
+            })
+            .collect();
+        TypeState {
+            alert: schema.name == ALERT_EVENT,
+            steer: schema.name == STEER_EVENT,
+            schema,
+            count: TypeCount::default(),
+            series,
+            groups,
+        }
+    }
+
+    /// Takes in one event's numeric fields (`v`, by field position) at program time `t`.
+    pub(crate) fn take(&mut self, t: f64, v: &[f64]) {
+        self.count.count += 1;
+        for (s, x) in self.series.iter_mut().zip(v) {
+            if let Some(s) = s {
+                s.push(t, *x);
+            }
+        }
+        for i in 0..self.groups.len() {
+            let Some(g) = &mut self.groups[i] else {
+                continue;
+            };
+            let key = v[i] as i64;
+            if !g.contains_key(&key) && g.len() >= MAX_GROUPS {
+                self.groups[i] = None;
+                continue;
+            }
+            let latest = g.entry(key).or_insert_with(|| vec![f64::NAN; v.len()]);
+            for (j, x) in v.iter().enumerate() {
+                if j != i && x.is_finite() {
+                    latest[j] = *x;
+                }
+            }
+        }
+    }
+
+    /// Every series: (type, field, series).
+    pub(crate) fn series_mut(&mut self) -> impl Iterator<Item = (&str, &str, &mut Series)> {
+        let TypeState { schema, series, .. } = self;
+        series
+            .iter_mut()
+            .zip(&schema.fields)
+            .filter_map(|(s, f)| Some((schema.name.as_str(), f.name.as_str(), s.as_mut()?)))
+    }
+
+    /// Windowed statistics of every series with new values (`all`: of every series), and the
+    /// latest values per group, by series id.
+    pub(crate) fn analyses(
+        &mut self,
+        pid: u32,
+        all: bool,
+        stats: &mut IndexMap<String, Stats>,
+        groups: &mut IndexMap<String, Groups>,
+    ) {
+        for (ty, f, s) in self.series_mut() {
+            if (all || s.dirty)
+                && let Some(st) = s.stats()
+            {
+                stats.insert(series_id(pid, ty, f), st.clone());
+            }
+        }
+        for (i, g) in self.groups.iter().enumerate() {
+            let Some(g) = g else { continue };
+            if g.is_empty() {
+                continue;
+            }
+            let by: Groups = g
+                .iter()
+                .map(|(k, latest)| {
+                    let fields = latest
+                        .iter()
+                        .zip(&self.schema.fields)
+                        .filter(|(x, _)| x.is_finite())
+                        .map(|(x, f)| (f.name.clone(), *x))
+                        .collect();
+                    (k.to_string(), fields)
+                })
+                .collect();
+            groups.insert(
+                series_id(pid, &self.schema.name, &self.schema.fields[i].name),
+                by,
+            );
+        }
+    }
+}
+
+/// The id of a series in the UI protocol: `pid/type/field`.
+pub(crate) fn series_id(pid: u32, type_name: &str, field: &str) -> String {
+    format!("{pid}/{type_name}/{field}")
+}

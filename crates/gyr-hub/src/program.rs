@@ -1,0 +1,518 @@
+//! What the hub knows of each program it watches (its identity, state, threads, event types
+//! and steering log) and how one batch of its stream is taken in; [`Programs`] holds them all,
+//! each behind its own lock, so that ingesting one program never waits for another.
+
+use crate::analysis::{Series, TypeCount, TypeState};
+use crate::protocol::{Alert, Groups, LogLine, Stats};
+use gyr_core::record::Records;
+use gyr_core::value::decode;
+use gyr_core::{RecordHeader, Schema, ThreadInfo};
+use gyr_proto::v1;
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Steering-log entries and alerts kept per program.
+const LOG_ENTRIES: usize = 500;
+
+/// What the hub knows of one thread of a program.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadState {
+    pub(crate) name: String,
+    /// Whether the update stream has carried this name (a snapshot always carries it).
+    pub(crate) name_sent: bool,
+    pub(crate) count: TypeCount,
+    /// The highest sequence number taken in: a record seen twice (a program that both pushes
+    /// and is attached, for a moment) is taken once.
+    last_seq: Option<u64>,
+}
+
+/// How the hub knows a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Found in the announcement directory and attached to.
+    Attached,
+    /// It connected and pushes its stream (`GYR_HUB`).
+    Pushed,
+    /// Read from a trace file.
+    Replay,
+}
+
+impl Source {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Source::Attached => "attached",
+            Source::Pushed => "pushed",
+            Source::Replay => "replay",
+        }
+    }
+}
+
+/// One watched program.
+#[derive(Debug)]
+pub(crate) struct Process {
+    pub(crate) pid: u32,
+    pub(crate) command_line: Vec<String>,
+    /// When it started (from its announcement): tells a new program from an old one's pid.
+    pub(crate) started_unix_ns: u64,
+    /// Wall-clock time of its timestamp 0 (for trace files written by the hub).
+    pub(crate) clock_zero_unix_ns: u64,
+    pub(crate) host: String,
+    pub(crate) source: Source,
+    pub(crate) alive: bool,
+    /// Its event streams still open (attached or pushed): the hub's subscribers to it alone
+    /// are ended only once it is gone and the last of these has delivered its last batch.
+    pub(crate) streams: u32,
+    pub(crate) status: Option<v1::StatusReply>,
+    pub(crate) objects: Option<v1::ListObjectsReply>,
+    pub(crate) sensors: Option<v1::SensorsReply>,
+    /// Events the hub took in from it, and events its stream said the hub missed.
+    pub(crate) received: u64,
+    pub(crate) missed: u64,
+    /// Records of a type whose schema never arrived, or too short for it.
+    pub(crate) unreadable: u64,
+    pub(crate) types: HashMap<u32, TypeState>,
+    pub(crate) threads: BTreeMap<u64, ThreadState>,
+    /// The stream's schemas and threads as they arrived: what a new subscriber of the hub or
+    /// a trace file needs before the records.
+    pub(crate) wire_schemas: Vec<v1::Schema>,
+    pub(crate) wire_threads: Vec<v1::ThreadInfo>,
+    /// Steering-log entries, as the gRPC API gives them, and as the pages get them.
+    pub(crate) log_entries: VecDeque<v1::LogEntry>,
+    /// The steering log and alerts as pages get them: all kept, and what is new since the
+    /// last update.
+    pub(crate) log: VecDeque<LogLine>,
+    pub(crate) fresh_log: Vec<LogLine>,
+    pub(crate) fresh_alerts: Vec<Alert>,
+    pub(crate) alerts: VecDeque<Alert>,
+    scratch: Vec<f64>,
+}
+
+impl Process {
+    pub(crate) fn new(
+        pid: u32,
+        command_line: Vec<String>,
+        started_unix_ns: u64,
+        source: Source,
+    ) -> Self {
+        Process {
+            pid,
+            command_line,
+            started_unix_ns,
+            clock_zero_unix_ns: started_unix_ns,
+            host: String::new(),
+            source,
+            alive: source != Source::Replay,
+            streams: 0,
+            status: None,
+            objects: None,
+            sensors: None,
+            received: 0,
+            missed: 0,
+            unreadable: 0,
+            types: HashMap::new(),
+            threads: BTreeMap::new(),
+            wire_schemas: Vec::new(),
+            wire_threads: Vec::new(),
+            log_entries: VecDeque::new(),
+            log: VecDeque::new(),
+            fresh_log: Vec::new(),
+            fresh_alerts: Vec::new(),
+            alerts: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Learns an event type.
+    pub(crate) fn add_schema(&mut self, schema: Schema) {
+        if self
+            .types
+            .get(&schema.id)
+            .is_some_and(|t| t.schema == schema)
+        {
+            return;
+        }
+        self.wire_schemas
+            .push(gyr_proto::stream::wire_schema(&schema));
+        self.types.insert(schema.id, TypeState::new(schema));
+    }
+
+    /// Learns a thread's name.
+    pub(crate) fn add_thread(&mut self, t: &ThreadInfo) {
+        let th = self.threads.entry(t.id).or_default();
+        if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
+            th.name = t.name.clone();
+            th.name_sent = false;
+            self.wire_threads.push(gyr_proto::stream::wire_thread(t));
+        }
+    }
+
+    /// Takes in one batch of the program's stream; returns the events taken in.
+    pub(crate) fn ingest_batch(&mut self, b: &v1::EventBatch) -> u64 {
+        self.missed += b.lost;
+        for s in &b.schemas {
+            match gyr_proto::stream::schema(s) {
+                Some(s) => self.add_schema(s),
+                None => self.unreadable += 1,
+            }
+        }
+        for t in &b.threads {
+            self.add_thread(&gyr_proto::stream::thread(t));
+        }
+        let before = self.received;
+        for block in &b.blocks {
+            for r in Records::new(block.thread, &block.records) {
+                match r {
+                    Ok(r) => self.ingest_record(block.thread, &r.header, r.payload),
+                    Err(_) => {
+                        self.unreadable += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        self.received - before
+    }
+
+    /// Takes in one record: counts, series, groups, alerts.
+    pub(crate) fn ingest_record(&mut self, thread: u64, h: &RecordHeader, payload: &[u8]) {
+        let th = self.threads.entry(thread).or_default();
+        if th.last_seq.is_some_and(|l| h.seq <= l) {
+            return;
+        }
+        th.last_seq = Some(h.seq);
+        let Some(ts) = self.types.get_mut(&h.type_id) else {
+            self.unreadable += 1;
+            return;
+        };
+        if !gyr_core::value::numbers(&ts.schema, payload, &mut self.scratch) {
+            self.unreadable += 1;
+            return;
+        }
+        th.count.count += 1;
+        self.received += 1;
+        let t = h.timestamp as f64 / 1e9;
+        ts.take(t, &self.scratch);
+        if ts.alert {
+            let fields = decode(&ts.schema, payload)
+                .unwrap_or_default()
+                .iter()
+                .zip(&ts.schema.fields)
+                .map(|(v, f)| (f.name.clone(), v.to_string()))
+                .collect();
+            let a = Alert {
+                pid: self.pid,
+                t,
+                fields,
+            };
+            self.alerts.push_back(a.clone());
+            if self.alerts.len() > LOG_ENTRIES {
+                self.alerts.pop_front();
+            }
+            self.fresh_alerts.push(a);
+        }
+        // A live program's log comes from its server; a recording's from its events.
+        if ts.steer && self.source == Source::Replay {
+            let v = decode(&ts.schema, payload).unwrap_or_default();
+            let field = |name: &str| {
+                ts.schema
+                    .field_index(name)
+                    .and_then(|i| v.get(i))
+                    .map(|x| match x {
+                        gyr_core::Value::Str(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .unwrap_or_default()
+            };
+            let entry = v1::LogEntry {
+                seq: field("seq").parse().unwrap_or(0),
+                time_ns: h.timestamp,
+                who: field("who"),
+                action: gyr_client::describe(
+                    &field("action"),
+                    &field("target"),
+                    &field("before"),
+                    &field("after"),
+                ),
+                error: field("error"),
+                pid: self.pid,
+            };
+            self.log_entry(&entry);
+        }
+    }
+
+    pub(crate) fn log_entry(&mut self, e: &v1::LogEntry) {
+        let j = LogLine {
+            pid: self.pid,
+            seq: e.seq,
+            t: e.time_ns as f64 / 1e9,
+            who: e.who.clone(),
+            action: e.action.clone(),
+            error: e.error.clone(),
+        };
+        self.log.push_back(j.clone());
+        if self.log.len() > LOG_ENTRIES {
+            self.log.pop_front();
+        }
+        self.fresh_log.push(j);
+        self.log_entries.push_back(v1::LogEntry {
+            pid: self.pid,
+            ..e.clone()
+        });
+        if self.log_entries.len() > LOG_ENTRIES {
+            self.log_entries.pop_front();
+        }
+    }
+
+    /// Every series: (type, field, series).
+    pub(crate) fn series_mut(&mut self) -> impl Iterator<Item = (&str, &str, &mut Series)> {
+        self.types.values_mut().flat_map(TypeState::series_mut)
+    }
+
+    /// Windowed statistics of every series with new values (`all`: of every series), and the
+    /// latest values per group, by series id.
+    pub(crate) fn analyses(
+        &mut self,
+        all: bool,
+        stats: &mut IndexMap<String, Stats>,
+        groups: &mut IndexMap<String, Groups>,
+    ) {
+        for ts in self.types.values_mut() {
+            ts.analyses(self.pid, all, stats, groups);
+        }
+    }
+
+    /// Gone, with nothing more of its stream to come: a subscriber to it alone is done.
+    pub(crate) fn finished(&self) -> bool {
+        !self.alive && self.streams == 0 && self.source != Source::Replay
+    }
+
+    /// The program as the gRPC API lists it.
+    pub(crate) fn info(&self) -> v1::ProcessInfo {
+        v1::ProcessInfo {
+            pid: self.pid,
+            command_line: self.command_line.clone(),
+            alive: self.alive,
+            started_unix_ns: self.started_unix_ns,
+            events: self.received,
+            lost: self.missed + self.status.as_ref().map(|s| s.lost).unwrap_or(0),
+            source: self.source.name().into(),
+        }
+    }
+}
+/// Every watched program, by pid. The map has its own lock, held only to find, add or list
+/// programs; each program has its own, held while one of its batches is taken in or it is
+/// read. Lock order: the map, then a program; never a program, then the map.
+#[derive(Debug, Default)]
+pub(crate) struct Programs {
+    map: RwLock<BTreeMap<u32, Arc<Mutex<Process>>>>,
+}
+
+/// A program, locked.
+pub(crate) type Locked<'a> = MutexGuard<'a, Process>;
+
+pub(crate) fn lock(p: &Mutex<Process>) -> Locked<'_> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Programs {
+    /// Program `pid`, to lock.
+    pub(crate) fn get(&self, pid: u32) -> Option<Arc<Mutex<Process>>> {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pid)
+            .cloned()
+    }
+
+    /// Runs `f` on program `pid` under its lock; `None` when the hub knows no such program.
+    pub(crate) fn with<R>(&self, pid: u32, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+        let p = self.get(pid)?;
+        let mut p = lock(&p);
+        Some(f(&mut p))
+    }
+
+    /// Every program, in pid order, to lock one at a time.
+    pub(crate) fn all(&self) -> Vec<Arc<Mutex<Process>>> {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Runs `f` on every program in pid order, each under its own lock in turn.
+    pub(crate) fn each(&self, mut f: impl FnMut(&mut Process)) {
+        for p in self.all() {
+            f(&mut lock(&p));
+        }
+    }
+
+    /// Adds program `pid` or replaces the one known under that pid, deciding under the map's
+    /// lock so that two sources of the same program (its announcement, its push) race to
+    /// one outcome: `decide` sees the program known now (locked) and returns the one to put in
+    /// its place, if any. Returns whether it put one.
+    pub(crate) fn put_if(
+        &self,
+        pid: u32,
+        decide: impl FnOnce(Option<&mut Process>) -> Option<Process>,
+    ) -> bool {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let new = match map.get(&pid) {
+            Some(p) => decide(Some(&mut lock(p))),
+            None => decide(None),
+        };
+        match new {
+            Some(p) => {
+                map.insert(pid, Arc::new(Mutex::new(p)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds a program, replacing any known under its pid.
+    pub(crate) fn insert(&self, p: Process) {
+        self.put_if(p.pid, |_| Some(p));
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::Series;
+    use gyr_core::{Field, FieldType, Value};
+
+    /// A batch of one thread's events of one type, as a program's stream carries it.
+    pub(crate) fn batch(
+        schema: &Schema,
+        events: &[(u64, Vec<Value>)],
+        seq0: u64,
+    ) -> v1::EventBatch {
+        let mut records = Vec::new();
+        for (i, (t, values)) in events.iter().enumerate() {
+            let payload = gyr_core::value::encode(schema, values).unwrap();
+            gyr_core::record::push_record(
+                &mut records,
+                schema.id,
+                *t,
+                seq0 + i as u64,
+                0,
+                &payload,
+            );
+        }
+        v1::EventBatch {
+            schemas: vec![gyr_proto::stream::wire_schema(schema)],
+            threads: vec![v1::ThreadInfo {
+                id: 1,
+                name: "main".into(),
+                os_tid: 1,
+            }],
+            blocks: vec![v1::RecordBlock {
+                thread: 1,
+                records: records.into(),
+            }],
+            lost: 0,
+            pid: 0,
+        }
+    }
+
+    fn series<'a>(p: &'a mut Process, ty: &str, f: &str) -> &'a mut Series {
+        p.series_mut()
+            .find(|(t, n, _)| *t == ty && *n == f)
+            .map(|(_, _, s)| s)
+            .unwrap()
+    }
+
+    #[test]
+    fn series_are_decimated_to_one_mean_per_bucket() {
+        let schema = Schema::new(3, "step_time", vec![Field::new("ms", FieldType::F64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        // 1000 events in 0.1 s: five buckets of 20 ms.
+        let events: Vec<_> = (0..1000u64)
+            .map(|i| (i * 100_000, vec![Value::Float((i % 2) as f64)]))
+            .collect();
+        assert_eq!(p.ingest_batch(&batch(&schema, &events, 1)), 1000);
+        // The same records again (a program both pushing and attached) are taken once.
+        assert_eq!(p.ingest_batch(&batch(&schema, &events, 1)), 0);
+        let s = series(&mut p, "step_time", "ms");
+        let pts = s.take_fresh();
+        assert_eq!(pts.len(), 4, "the fifth bucket is still open: {pts:?}");
+        assert!(pts.iter().all(|(_, v)| (*v - 0.5).abs() < 1e-9));
+        let live = s.live().unwrap();
+        assert!((live.0 - 0.09).abs() < 1e-9 && (live.1 - 0.5).abs() < 1e-9);
+        let st = s.stats().unwrap().clone();
+        assert_eq!(st.n, 1000);
+        assert_eq!(st.max, 1.0);
+        assert!(!s.dirty, "statistics are recomputed only after new values");
+    }
+
+    #[test]
+    fn small_integer_fields_become_groups_and_large_ones_do_not() {
+        let schema = Schema::new(
+            4,
+            "domain_work",
+            vec![
+                Field::new("domain", FieldType::U32),
+                Field::new("step", FieldType::U64),
+                Field::new("label", FieldType::Str),
+                Field::new("seconds", FieldType::F64),
+            ],
+        )
+        .unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        let events: Vec<_> = (0..200u64)
+            .map(|i| {
+                (
+                    i,
+                    vec![
+                        Value::UInt(i % 4),
+                        Value::UInt(i),
+                        Value::Str("x".into()),
+                        Value::Float(i as f64),
+                    ],
+                )
+            })
+            .collect();
+        p.ingest_batch(&batch(&schema, &events, 0));
+        let (mut stats, mut groups): (IndexMap<String, Stats>, IndexMap<String, Groups>) =
+            Default::default();
+        p.analyses(true, &mut stats, &mut groups);
+        let g = &groups["7/domain_work/domain"];
+        assert_eq!(g.len(), 4);
+        assert_eq!(g["3"]["seconds"], 199.0);
+        assert!(g["3"].get("label").is_none());
+        assert!(!groups.contains_key("7/domain_work/step"));
+        assert_eq!(stats["7/domain_work/seconds"].max, 199.0);
+    }
+
+    #[test]
+    fn records_without_a_schema_are_counted_not_misread() {
+        let schema = Schema::new(5, "x", vec![Field::new("v", FieldType::F64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Pushed);
+        let mut b = batch(&schema, &[(1, vec![Value::Float(1.0)])], 0);
+        b.schemas.clear();
+        assert_eq!(p.ingest_batch(&b), 0);
+        assert_eq!(p.unreadable, 1);
+    }
+
+    #[test]
+    fn one_program_is_taken_in_while_another_is_locked() {
+        let programs = Arc::new(Programs::default());
+        programs.insert(Process::new(1, vec![], 0, Source::Pushed));
+        programs.insert(Process::new(2, vec![], 0, Source::Pushed));
+        let one = programs.get(1).unwrap();
+        let _held = lock(&one);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = programs.clone();
+        std::thread::spawn(move || {
+            let schema = Schema::new(5, "x", vec![Field::new("v", FieldType::F64)]).unwrap();
+            let b = batch(&schema, &[(1, vec![Value::Float(1.0)])], 0);
+            let _ = tx.send(p.with(2, |p| p.ingest_batch(&b)));
+        });
+        let taken = rx.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(taken, Ok(Some(1)), "program 2 waited for program 1's lock");
+        assert_eq!(programs.all().len(), 2);
+    }
+}
