@@ -94,32 +94,15 @@ impl ScalarType {
     }
 }
 
-/// The type of one field of an event.
+/// The type of one field of an event: a number (or boolean), a string, bytes, or a fixed-size
+/// array of numbers. The scalar types are [`ScalarType`]'s, named here too (`FieldType::F64`)
+/// so that a field's type reads as it is written in a spec file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "FieldTypeV1", into = "FieldTypeV1")]
 #[non_exhaustive]
 pub enum FieldType {
-    /// Signed 8-bit integer.
-    I8,
-    /// Signed 16-bit integer.
-    I16,
-    /// Signed 32-bit integer.
-    I32,
-    /// Signed 64-bit integer.
-    I64,
-    /// Unsigned 8-bit integer.
-    U8,
-    /// Unsigned 16-bit integer.
-    U16,
-    /// Unsigned 32-bit integer.
-    U32,
-    /// Unsigned 64-bit integer.
-    U64,
-    /// 32-bit IEEE float.
-    F32,
-    /// 64-bit IEEE float.
-    F64,
-    /// A boolean, one byte, 0 or 1.
-    Bool,
+    /// One number or boolean.
+    Scalar(ScalarType),
     /// A UTF-8 string: a `u32` byte length, then the bytes.
     Str,
     /// Raw bytes: a `u32` length, then the bytes.
@@ -129,38 +112,35 @@ pub enum FieldType {
 }
 
 impl FieldType {
+    /// Signed 8-bit integer.
+    pub const I8: Self = Self::Scalar(ScalarType::I8);
+    /// Signed 16-bit integer.
+    pub const I16: Self = Self::Scalar(ScalarType::I16);
+    /// Signed 32-bit integer.
+    pub const I32: Self = Self::Scalar(ScalarType::I32);
+    /// Signed 64-bit integer.
+    pub const I64: Self = Self::Scalar(ScalarType::I64);
+    /// Unsigned 8-bit integer.
+    pub const U8: Self = Self::Scalar(ScalarType::U8);
+    /// Unsigned 16-bit integer.
+    pub const U16: Self = Self::Scalar(ScalarType::U16);
+    /// Unsigned 32-bit integer.
+    pub const U32: Self = Self::Scalar(ScalarType::U32);
+    /// Unsigned 64-bit integer.
+    pub const U64: Self = Self::Scalar(ScalarType::U64);
+    /// 32-bit IEEE float.
+    pub const F32: Self = Self::Scalar(ScalarType::F32);
+    /// 64-bit IEEE float.
+    pub const F64: Self = Self::Scalar(ScalarType::F64);
+    /// A boolean, one byte, 0 or 1 (named like the others' scalar type).
+    #[allow(non_upper_case_globals)]
+    pub const Bool: Self = Self::Scalar(ScalarType::Bool);
+
     /// The scalar type this field holds, if it is a scalar.
     pub const fn scalar(self) -> Option<ScalarType> {
-        Some(match self {
-            FieldType::I8 => ScalarType::I8,
-            FieldType::I16 => ScalarType::I16,
-            FieldType::I32 => ScalarType::I32,
-            FieldType::I64 => ScalarType::I64,
-            FieldType::U8 => ScalarType::U8,
-            FieldType::U16 => ScalarType::U16,
-            FieldType::U32 => ScalarType::U32,
-            FieldType::U64 => ScalarType::U64,
-            FieldType::F32 => ScalarType::F32,
-            FieldType::F64 => ScalarType::F64,
-            FieldType::Bool => ScalarType::Bool,
-            FieldType::Str | FieldType::Bytes | FieldType::Array(..) => return None,
-        })
-    }
-
-    /// The field type holding one scalar.
-    pub const fn from_scalar(s: ScalarType) -> Self {
-        match s {
-            ScalarType::I8 => FieldType::I8,
-            ScalarType::I16 => FieldType::I16,
-            ScalarType::I32 => FieldType::I32,
-            ScalarType::I64 => FieldType::I64,
-            ScalarType::U8 => FieldType::U8,
-            ScalarType::U16 => FieldType::U16,
-            ScalarType::U32 => FieldType::U32,
-            ScalarType::U64 => FieldType::U64,
-            ScalarType::F32 => FieldType::F32,
-            ScalarType::F64 => FieldType::F64,
-            ScalarType::Bool => FieldType::Bool,
+        match self {
+            FieldType::Scalar(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -169,10 +149,7 @@ impl FieldType {
         match self {
             FieldType::Str | FieldType::Bytes => None,
             FieldType::Array(s, n) => Some(s.size() * n as usize),
-            other => match other.scalar() {
-                Some(s) => Some(s.size()),
-                None => None,
-            },
+            FieldType::Scalar(s) => Some(s.size()),
         }
     }
 
@@ -191,7 +168,7 @@ impl FieldType {
             _ => {}
         }
         if let Some(s) = ScalarType::from_name(t) {
-            return Some(FieldType::from_scalar(s));
+            return Some(FieldType::Scalar(s));
         }
         let inner = t.strip_prefix('[')?.strip_suffix(']')?;
         let (elem, len) = inner.split_once(';')?;
@@ -210,8 +187,77 @@ impl fmt::Display for FieldType {
             FieldType::Str => f.write_str("string"),
             FieldType::Bytes => f.write_str("bytes"),
             FieldType::Array(s, n) => write!(f, "[{}; {}]", s.name(), n),
-            other => f.write_str(other.scalar().map(ScalarType::name).unwrap_or("?")),
+            FieldType::Scalar(s) => f.write_str(s.name()),
         }
+    }
+}
+
+/// A field type as trace format version 1 encodes it (postcard: the variant's number, then
+/// an array's element type and length): kept apart so that [`FieldType`]'s shape can change
+/// without changing the format.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "FieldType")]
+enum FieldTypeV1 {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F32,
+    F64,
+    Bool,
+    Str,
+    Bytes,
+    Array(ScalarType, u32),
+}
+
+impl From<FieldType> for FieldTypeV1 {
+    fn from(t: FieldType) -> Self {
+        use ScalarType as S;
+        match t {
+            FieldType::Str => Self::Str,
+            FieldType::Bytes => Self::Bytes,
+            FieldType::Array(s, n) => Self::Array(s, n),
+            FieldType::Scalar(s) => match s {
+                S::I8 => Self::I8,
+                S::I16 => Self::I16,
+                S::I32 => Self::I32,
+                S::I64 => Self::I64,
+                S::U8 => Self::U8,
+                S::U16 => Self::U16,
+                S::U32 => Self::U32,
+                S::U64 => Self::U64,
+                S::F32 => Self::F32,
+                S::F64 => Self::F64,
+                S::Bool => Self::Bool,
+            },
+        }
+    }
+}
+
+impl From<FieldTypeV1> for FieldType {
+    fn from(t: FieldTypeV1) -> Self {
+        use FieldTypeV1 as V;
+        let s = match t {
+            V::Str => return FieldType::Str,
+            V::Bytes => return FieldType::Bytes,
+            V::Array(s, n) => return FieldType::Array(s, n),
+            V::I8 => ScalarType::I8,
+            V::I16 => ScalarType::I16,
+            V::I32 => ScalarType::I32,
+            V::I64 => ScalarType::I64,
+            V::U8 => ScalarType::U8,
+            V::U16 => ScalarType::U16,
+            V::U32 => ScalarType::U32,
+            V::U64 => ScalarType::U64,
+            V::F32 => ScalarType::F32,
+            V::F64 => ScalarType::F64,
+            V::Bool => ScalarType::Bool,
+        };
+        FieldType::Scalar(s)
     }
 }
 
@@ -356,6 +402,29 @@ impl fmt::Display for Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_types_encode_as_trace_format_1_fixed_them() {
+        let bytes = |t: FieldType| postcard::to_allocvec(&t).unwrap();
+        for (i, s) in ScalarType::ALL.into_iter().enumerate() {
+            assert_eq!(bytes(FieldType::Scalar(s)), [i as u8], "{s:?}");
+        }
+        assert_eq!(bytes(FieldType::Bool), [10]);
+        assert_eq!(bytes(FieldType::Str), [11]);
+        assert_eq!(bytes(FieldType::Bytes), [12]);
+        assert_eq!(
+            bytes(FieldType::Array(ScalarType::F64, 300)),
+            [13, 9, 0xac, 0x02]
+        );
+        for t in [
+            FieldType::U16,
+            FieldType::Str,
+            FieldType::Array(ScalarType::I8, 2),
+        ] {
+            assert_eq!(postcard::from_bytes::<FieldType>(&bytes(t)).unwrap(), t);
+        }
+        assert!(postcard::from_bytes::<FieldType>(&[14]).is_err());
+    }
 
     #[test]
     fn parses_field_types() {

@@ -194,8 +194,7 @@ pub fn decode(schema: &Schema, payload: &[u8]) -> Result<Vec<Value>, PayloadErro
                         .collect(),
                 )
             }
-            ty => {
-                let s = ty.scalar().expect("every other field type is a scalar");
+            FieldType::Scalar(s) => {
                 let bytes = payload.get(at..at + s.size()).ok_or_else(short)?;
                 at += s.size();
                 read_scalar(s, bytes)
@@ -226,8 +225,7 @@ pub fn numbers(schema: &Schema, payload: &[u8], out: &mut Vec<f64>) -> bool {
                 at += s.size() * n as usize;
                 out.push(f64::NAN);
             }
-            ty => {
-                let s = ty.scalar().expect("every other field type is a scalar");
+            FieldType::Scalar(s) => {
                 let Some(b) = payload.get(at..at + s.size()) else {
                     return false;
                 };
@@ -271,10 +269,8 @@ pub fn encoded_len(schema: &Schema, values: &[Value]) -> Result<usize, PayloadEr
                 }
                 s.size() * n as usize
             }
-            (ty, v) => match ty.scalar() {
-                Some(s) if scalar_fits(s, v) => s.size(),
-                _ => return Err(mismatch()),
-            },
+            (FieldType::Scalar(s), v) if scalar_fits(s, v) => s.size(),
+            _ => return Err(mismatch()),
         };
     }
     Ok(len)
@@ -348,11 +344,9 @@ pub fn encode_into(schema: &Schema, values: &[Value], out: &mut [u8]) {
                     at += write_scalar(s, item, &mut out[at..]);
                 }
             }
-            (ty, v) => {
-                if let Some(s) = ty.scalar() {
-                    at += write_scalar(s, v, &mut out[at..]);
-                }
-            }
+            (FieldType::Scalar(s), v) => at += write_scalar(s, v, &mut out[at..]),
+            // encoded_len refused the rest.
+            _ => {}
         }
     }
 }
