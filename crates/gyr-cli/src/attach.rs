@@ -259,7 +259,7 @@ impl Attached {
                     t += &format!("  {:<22} {d}\n", format!("{c} {a}"));
                 }
                 t += "script functions (`run FILE`):\n";
-                for (f, d) in crate::script::FUNCTIONS {
+                for (f, d) in gyr_rules::FUNCTIONS {
                     t += &format!("  {f:<40} {d}\n");
                 }
                 self.out(&t);
@@ -342,7 +342,7 @@ impl Attached {
                     self.target.token.clone(),
                     "gyr-script",
                 )?;
-                crate::script::run_source(s, &file, &src)?;
+                crate::script_cmd::run_source(s, &file, &src)?;
             }
         }
         Ok(Next::Go)

@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! One module per command (`demo`, `hub_cmd`, `trace_cmd`, `spec_cmd`, `steer_cmd` for the
-//! one-shot steering commands, `script`, `attach`); `client` and `show` are how every command
+//! one-shot steering commands, `script_cmd` (the engine is `gyr-rules`), `attach`); `client` and `show` are how every command
 //! talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
@@ -13,7 +13,7 @@ mod client;
 mod demo;
 mod demo_heat;
 mod hub_cmd;
-mod script;
+mod script_cmd;
 mod show;
 mod spec_cmd;
 mod steer_cmd;
@@ -260,7 +260,7 @@ fn main() -> ExitCode {
             json,
             limit,
         } => steer_cmd::watch(target, types, thread, json, limit),
-        Command::Script { target, file } => script::run_file(target, &file),
+        Command::Script { target, file } => script_cmd::run_file(target, &file),
         Command::Attach(t) => attach::run(t),
     };
     match result {

@@ -1,5 +1,5 @@
 //! Steering scripts: sequences of steering commands written in rhai and run against a program
-//! over its API (Progress's scripts; the rules issue reuses the same engine in the hub).
+//! over its API (Progress's scripts).
 //!
 //! ```rhai
 //! pause();
@@ -13,7 +13,8 @@
 //! ```
 //!
 //! A refused command stops the script with the line and column of the call and the program's
-//! reason; the exit code is 2 (as for any bad input), or 1 when the program went away.
+//! reason, as a [`ScriptError`] that says whether the user's input was at fault (a refusal, a
+//! limit, a script that does not parse) or the program went away.
 //!
 //! # Limits
 //!
@@ -23,58 +24,54 @@
 //! `DEFAULT_MAX_MAP_SIZE`, counting everything nested in it), how many variables live at once,
 //! how deep calls and expressions nest, and allows no modules; together they keep a script
 //! within a few hundred megabytes. Going past a limit stops the script with its line and the
-//! limit, exit code 2.
+//! limit, as the user's fault.
 //!
 //! Time is not bounded: a script that watches a program for hours (`next_event`, `wait_paused`,
 //! `sleep` in a loop) runs as long as it likes. What is bounded is work without the program:
 //! `DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS` operations with no call to it in between is a loop
 //! that can never end, and stops the script.
 
-use crate::Failure;
-use crate::client::Session;
-use crate::show::EventDecoder;
-use crate::steer_cmd::Target;
+use gyr_client::Session;
 use gyr_client::command::{self, SensorScope, SensorSetting};
+use gyr_client::events::EventDecoder;
 use gyr_proto::v1;
 use gyr_proto::v1::control_request::Action;
 use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, Map, Position};
 use std::cell::{Cell, RefCell};
-use std::path::Path;
-use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Most operations a script runs between two calls to the program or `sleep` (about a minute
 /// of pure computation): more is an endless loop, since nothing it waits for can change.
-pub(crate) const DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS: u64 = 100_000_000;
+pub const DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS: u64 = 100_000_000;
 /// Longest string, in bytes (all strings within one array or map count together).
-pub(crate) const DEFAULT_MAX_STRING_SIZE: usize = 1 << 20;
+const DEFAULT_MAX_STRING_SIZE: usize = 1 << 20;
 /// Most elements in one array or bytes in one blob, nested ones included.
-pub(crate) const DEFAULT_MAX_ARRAY_SIZE: usize = 65_536;
+const DEFAULT_MAX_ARRAY_SIZE: usize = 65_536;
 /// Most properties in one object map, nested ones included.
-pub(crate) const DEFAULT_MAX_MAP_SIZE: usize = 4_096;
+const DEFAULT_MAX_MAP_SIZE: usize = 4_096;
 /// Most variables alive at once (every value is bounded by the limits above, so this bounds
 /// the script's memory: a few hundred megabytes at worst).
-pub(crate) const DEFAULT_MAX_VARIABLES: usize = 256;
+const DEFAULT_MAX_VARIABLES: usize = 256;
 /// Deepest nesting of calls to the script's own functions.
-pub(crate) const DEFAULT_MAX_CALL_LEVELS: usize = 64;
+const DEFAULT_MAX_CALL_LEVELS: usize = 64;
 /// Deepest nesting of expressions at the top level and within functions.
-pub(crate) const DEFAULT_MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
+const DEFAULT_MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
 /// Most memory the client may hold while a script runs, checked every
 /// [`MEMORY_CHECK_EVERY`] operations where the system reports it (Linux): the value limits
 /// above are not enforced on every path (rhai checks a map's entry, not the map, when one is
 /// added by index), so this is the bound that holds whatever the script does.
-pub(crate) const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
+pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
 /// Operations between two looks at the client's memory (a look costs a few microseconds).
 const MEMORY_CHECK_EVERY: u64 = 256;
 /// Modules a script may import: none, since a steering script is one file.
-pub(crate) const DEFAULT_MAX_MODULES: usize = 0;
+const DEFAULT_MAX_MODULES: usize = 0;
 /// The stack of the thread a script runs on, enough for the deepest nesting allowed even in a
 /// debug build (it is reserved, not used, until the script nests that deep).
 const SCRIPT_STACK_SIZE: usize = 256 << 20;
 
 /// The functions a script can call, with a line each for `help` in `gyr attach`.
-pub(crate) const FUNCTIONS: &[(&str, &str)] = &[
+pub const FUNCTIONS: &[(&str, &str)] = &[
     (
         "get(path)",
         "an attribute's value; get(\"obj\") gives a map of all",
@@ -112,7 +109,7 @@ pub(crate) const FUNCTIONS: &[(&str, &str)] = &[
 ];
 
 /// Converts a wire value into a script value.
-pub(crate) fn to_dynamic(v: &v1::Value) -> Dynamic {
+pub fn to_dynamic(v: &v1::Value) -> Dynamic {
     use v1::value::Kind;
     match &v.kind {
         None => Dynamic::UNIT,
@@ -130,7 +127,7 @@ pub(crate) fn to_dynamic(v: &v1::Value) -> Dynamic {
 }
 
 /// Converts a script value into a wire value, or says why it cannot.
-pub(crate) fn to_wire(d: &Dynamic) -> Result<v1::Value, String> {
+pub fn to_wire(d: &Dynamic) -> Result<v1::Value, String> {
     use v1::value::Kind;
     let kind = if let Ok(i) = d.as_int() {
         Kind::Int(i)
@@ -158,25 +155,64 @@ pub(crate) fn to_wire(d: &Dynamic) -> Result<v1::Value, String> {
     Ok(v1::Value { kind: Some(kind) })
 }
 
+/// Why a script stopped: where, what went wrong, and whose fault it was.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ScriptError {
+    /// The script's name, line and column, then what went wrong (a program's own words
+    /// among it, which a terminal must not be sent unescaped).
+    pub message: String,
+    /// The user's input was at fault (a refused command, a limit, a script that does not
+    /// parse), rather than the program or the machine (a program that went away).
+    pub user_error: bool,
+}
+
+impl ScriptError {
+    fn other(message: String) -> Self {
+        ScriptError {
+            message,
+            user_error: false,
+        }
+    }
+}
+
+/// What a script's function can fail with: a client's error or a command outside the grammar.
+trait Fault: std::fmt::Display {
+    fn is_user_error(&self) -> bool;
+}
+
+impl Fault for gyr_client::ClientError {
+    fn is_user_error(&self) -> bool {
+        gyr_client::ClientError::is_user_error(self)
+    }
+}
+
+impl Fault for command::CommandError {
+    fn is_user_error(&self) -> bool {
+        true
+    }
+}
+
 /// The state a script's functions share.
 struct Ctx {
     session: RefCell<Session>,
-    /// The exit code of the first failure (2: refused, 1: the program went away).
-    code: Cell<u8>,
+    /// Whether the first failure was the user's (a refusal) or not (the program went away).
+    user_error: Cell<bool>,
     /// Set by every call to the program (and `sleep`): the operations budget starts over.
     called: Rc<Cell<bool>>,
+    /// Where the script's `print` goes.
+    print: fn(&str),
 }
 
 type Res<T> = Result<T, Box<EvalAltResult>>;
 
 impl Ctx {
-    fn fail(&self, f: impl Into<Failure>) -> Box<EvalAltResult> {
-        let f = f.into();
-        self.code.set(f.code);
-        format!("{:#}", f.error).into()
+    fn fail(&self, f: impl Fault) -> Box<EvalAltResult> {
+        self.user_error.set(f.is_user_error());
+        f.to_string().into()
     }
 
-    fn with<T, E: Into<Failure>>(&self, op: impl FnOnce(&mut Session) -> Result<T, E>) -> Res<T> {
+    fn with<T, E: Fault>(&self, op: impl FnOnce(&mut Session) -> Result<T, E>) -> Res<T> {
         self.called.set(true);
         let mut s = self.session.borrow_mut();
         op(&mut s).map_err(|f| self.fail(f))
@@ -220,7 +256,7 @@ impl Ctx {
                 return Ok(Self::status_map(&st));
             }
             if start.elapsed() >= timeout {
-                self.code.set(2);
+                self.user_error.set(true);
                 return Err(format!(
                     "the program did not pause within {} ms (it is {}); does it reach a synch point?",
                     timeout.as_millis(),
@@ -245,11 +281,11 @@ impl Ctx {
             let batch = match s.next_within(&mut stream, left).map_err(|f| self.fail(f))? {
                 Some(Some(b)) => b,
                 Some(None) => {
-                    self.code.set(1);
+                    self.user_error.set(false);
                     return Err("the program closed the event stream".into());
                 }
                 None => {
-                    self.code.set(2);
+                    self.user_error.set(true);
                     return Err(format!(
                         "no `{type_name}` event within {} ms (is the type's name right, and its sensor on?)",
                         timeout.as_millis()
@@ -327,7 +363,7 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
         DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS,
         DEFAULT_MAX_MEMORY,
     );
-    e.on_print(|s| println!("{s}"));
+    e.on_print(ctx.print);
     e.on_debug(|s, _, pos| eprintln!("debug {pos}: {s}"));
 
     let c = ctx.clone();
@@ -437,27 +473,39 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
 }
 
 /// Runs `source` (named `name` in messages) against the program `session` is connected to, on
-/// a thread of its own with a stack deep enough for the nesting the limits allow.
-pub(crate) fn run_source(session: Session, name: &str, source: &str) -> Result<(), Failure> {
+/// a thread of its own with a stack deep enough for the nesting the limits allow; the script's
+/// `print` goes to `print`.
+pub fn run_source(
+    session: Session,
+    name: &str,
+    source: &str,
+    print: fn(&str),
+) -> Result<(), ScriptError> {
     let (name, source) = (name.to_owned(), source.to_owned());
     std::thread::Builder::new()
         .name("gyr-script".into())
         .stack_size(SCRIPT_STACK_SIZE)
-        .spawn(move || run_on_this_thread(session, &name, &source))
-        .map_err(|e| Failure::from(anyhow::anyhow!("cannot start the script's thread: {e}")))?
+        .spawn(move || run_on_this_thread(session, &name, &source, print))
+        .map_err(|e| ScriptError::other(format!("cannot start the script's thread: {e}")))?
         .join()
         .unwrap_or_else(|_| {
-            Err(Failure::from(anyhow::anyhow!(
-                "the script's thread failed; the message above says why"
-            )))
+            Err(ScriptError::other(
+                "the script's thread failed; the message above says why".to_owned(),
+            ))
         })
 }
 
-fn run_on_this_thread(session: Session, name: &str, source: &str) -> Result<(), Failure> {
+fn run_on_this_thread(
+    session: Session,
+    name: &str,
+    source: &str,
+    print: fn(&str),
+) -> Result<(), ScriptError> {
     let ctx = Rc::new(Ctx {
         session: RefCell::new(session),
-        code: Cell::new(2),
+        user_error: Cell::new(true),
         called: Rc::new(Cell::new(true)),
+        print,
     });
     let engine = engine(ctx.clone());
     let ast = engine.compile(source).map_err(|e| {
@@ -469,7 +517,10 @@ fn run_on_this_thread(session: Session, name: &str, source: &str) -> Result<(), 
             ),
             other => other.to_string(),
         };
-        Failure::input(anyhow::anyhow!("{name}:{line}:{col}: {msg}"))
+        ScriptError {
+            message: format!("{name}:{line}:{col}: {msg}"),
+            user_error: true,
+        }
     })?;
     engine.run_ast(&ast).map_err(|e| {
         // A failure inside the script's own functions comes wrapped once per call level: the
@@ -485,7 +536,7 @@ fn run_on_this_thread(session: Session, name: &str, source: &str) -> Result<(), 
         let (line, col) = position(pos);
         let msg = match limit_hit(err) {
             Some(limit) => {
-                ctx.code.set(2);
+                ctx.user_error.set(true);
                 limit
             }
             None => match err {
@@ -493,9 +544,9 @@ fn run_on_this_thread(session: Session, name: &str, source: &str) -> Result<(), 
                 other => strip_position(&other.to_string()).to_owned(),
             },
         };
-        Failure {
-            code: ctx.code.get(),
-            error: anyhow::anyhow!("{name}:{line}:{col}: {msg}"),
+        ScriptError {
+            message: format!("{name}:{line}:{col}: {msg}"),
+            user_error: ctx.user_error.get(),
         }
     })
 }
@@ -543,28 +594,6 @@ fn strip_position(msg: &str) -> &str {
 
 fn position(p: Position) -> (usize, usize) {
     (p.line().unwrap_or(0), p.position().unwrap_or(0))
-}
-
-/// `gyr script PID FILE`.
-pub(crate) fn run_file(target: Target, file: &Path) -> Result<ExitCode, Failure> {
-    let (name, source) = if file == Path::new("-") {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| {
-            Failure::from(anyhow::anyhow!("cannot read the script from stdin: {e}"))
-        })?;
-        ("<stdin>".to_owned(), s)
-    } else {
-        let s = std::fs::read_to_string(file).map_err(|e| {
-            Failure::input(anyhow::anyhow!(
-                "cannot read the script {}: {e}",
-                file.display()
-            ))
-        })?;
-        (file.display().to_string(), s)
-    };
-    let session = Session::connect(&target.program, target.token.clone(), "gyr-script")?;
-    run_source(session, &name, &source)?;
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
