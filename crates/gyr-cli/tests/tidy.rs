@@ -1,5 +1,6 @@
-//! Repository hygiene, checked on every test run: every Rust file says what lives in it, and
-//! every crate appears in ARCHITECTURE.md.
+//! Repository hygiene, checked on every test run: every Rust file says what lives in it, every
+//! crate appears in ARCHITECTURE.md, the maps name only files that exist, and no crate depends
+//! on one it must not.
 
 use std::path::{Path, PathBuf};
 
@@ -254,4 +255,103 @@ fn the_arrows_check_catches_a_forbidden_dependency() {
     );
     assert_eq!(violations(&rules, &graph("x", true, &["gyr-hub"])).len(), 1);
     assert!(violations(&rules, &graph("x", false, &["gyr-hub"])).is_empty());
+}
+
+/// `{a,b}` in a path, expanded: `web/src/{app.js,app.css}` is two paths.
+fn expand_braces(path: &str) -> Vec<String> {
+    let (Some(open), Some(close)) = (path.find('{'), path.find('}')) else {
+        return vec![path.to_owned()];
+    };
+    path[open + 1..close]
+        .split(',')
+        .flat_map(|alt| expand_braces(&format!("{}{alt}{}", &path[..open], &path[close + 1..])))
+        .collect()
+}
+
+/// Whether a file named `name` (or a path ending in it) is anywhere below `dir`.
+fn found_below(dir: &Path, tail: &Path) -> bool {
+    if dir.join(tail).exists() {
+        return true;
+    }
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let name = e.file_name();
+            let path = e.path();
+            path.is_dir()
+                && name != "target"
+                && name != "node_modules"
+                && !name.to_string_lossy().starts_with('.')
+                && found_below(&path, tail)
+        })
+}
+
+/// The files a map names in backticks (`crates/gyr/src/ring.rs`, or `input.rs` under the
+/// `### crates/gyr-hub` heading) that do not exist: a map that names a file since moved or
+/// renamed sends a newcomer nowhere.
+fn missing_files(map: &str, root: &Path) -> Vec<String> {
+    const ROOTS: [&str; 6] = ["crates/", "examples/", "web/", "scripts/", "fuzz/", ".ci/"];
+    const FILES: [&str; 8] = [
+        ".rs", ".js", ".mjs", ".ts", ".toml", ".proto", ".html", ".css",
+    ];
+    let mut section = root.to_owned();
+    let mut missing = Vec::new();
+    for line in map.lines() {
+        if let Some(h) = line.strip_prefix("### ") {
+            let dir = root.join(h.trim());
+            section = if dir.is_dir() { dir } else { root.to_owned() };
+            continue;
+        }
+        for (i, token) in line.split('`').enumerate() {
+            // Odd pieces are inside backticks; a token with a space is code, not a path.
+            if i % 2 == 0 || token.contains(' ') || token.contains('*') || token.contains("::") {
+                continue;
+            }
+            // `fuzz/seeds/TARGET`: a placeholder, not a file.
+            let placeholder = token.split('/').any(|seg| {
+                seg.len() > 1 && seg.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            });
+            if placeholder {
+                continue;
+            }
+            for path in expand_braces(token) {
+                let named_file = FILES.iter().any(|ext| path.ends_with(ext));
+                let ok = if ROOTS.iter().any(|r| path.starts_with(r)) {
+                    root.join(&path).exists()
+                } else if named_file {
+                    found_below(&section, Path::new(&path))
+                } else {
+                    true
+                };
+                if !ok {
+                    missing.push(path);
+                }
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn the_maps_name_only_files_that_exist() {
+    for map in ["ARCHITECTURE.md", "README.md"] {
+        let text = std::fs::read_to_string(root().join(map)).unwrap();
+        let missing = missing_files(&text, &root());
+        assert!(
+            missing.is_empty(),
+            "{map} names files that do not exist (moved or renamed?): {missing:?}"
+        );
+    }
+}
+
+#[test]
+fn the_file_check_catches_a_stale_name() {
+    let map =
+        "### crates/gyr-hub\n\n- `model.rs`: gone.\n- `lib.rs`, `crates/gyr/src/{ring,nope}.rs`";
+    assert_eq!(
+        missing_files(map, &root()),
+        ["model.rs", "crates/gyr/src/nope.rs"]
+    );
 }
