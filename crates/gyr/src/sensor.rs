@@ -18,7 +18,9 @@
 //! A disabled sensor costs one relaxed load and a branch. An enabled one reads the clock,
 //! reserves room in its thread's ring, writes a 32-byte header and the payload, and publishes it
 //! with one release store: no lock, no allocation, no system call. Figures for this machine are
-//! in the README (`cargo run --release -p gyr-bench -- sensors`).
+//! in the README (`cargo run --release -p gyr-bench -- sensors`). An event of a type a steering
+//! rule watches is also handed to the rules, within the bounds
+//! [`repository`](crate::steer::repository) states.
 
 use crate::producer;
 use crate::registry::{
