@@ -1,6 +1,6 @@
 //! Repository hygiene, checked on every test run: every Rust file says what lives in it, every
-//! crate appears in ARCHITECTURE.md, the maps name only files that exist, and no crate depends
-//! on one it must not.
+//! crate appears in ARCHITECTURE.md, the maps name only files that exist, no crate depends on
+//! one it must not, and the top-level modules of `gyr` import each other without a cycle.
 
 use std::path::{Path, PathBuf};
 
@@ -353,5 +353,147 @@ fn the_file_check_catches_a_stale_name() {
     assert_eq!(
         missing_files(map, &root()),
         ["model.rs", "crates/gyr/src/nope.rs"]
+    );
+}
+
+/// The modules of `src` that `crate::` paths name: each top-level file or directory.
+fn module_imports(src: &Path) -> Vec<(String, Vec<String>)> {
+    let mut modules: Vec<String> = std::fs::read_dir(src)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let name = name.strip_suffix(".rs").map(str::to_owned).unwrap_or(name);
+            (name != "lib" && name != "main").then_some(name)
+        })
+        .collect();
+    modules.sort();
+    let mut graph = Vec::new();
+    for module in &modules {
+        let mut files = Vec::new();
+        let dir = src.join(module);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        } else {
+            files.push(src.join(format!("{module}.rs")));
+        }
+        let mut imports = Vec::new();
+        for file in files {
+            for line in std::fs::read_to_string(file).unwrap().lines() {
+                // Code only: doc links name modules without importing them.
+                let code = line.split("//").next().unwrap_or("");
+                let mut rest = code;
+                while let Some(at) = rest.find("crate::") {
+                    let preceded = rest[..at]
+                        .chars()
+                        .last()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
+                    rest = &rest[at + "crate::".len()..];
+                    if preceded {
+                        continue;
+                    }
+                    // `crate::name` or the names of `crate::{a, b::c}`.
+                    let names: Vec<&str> = match rest.strip_prefix('{') {
+                        Some(group) => group
+                            .split('}')
+                            .next()
+                            .unwrap_or("")
+                            .split(',')
+                            .map(|n| n.trim().split("::").next().unwrap_or(""))
+                            .collect(),
+                        None => vec![
+                            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                                .next()
+                                .unwrap_or(""),
+                        ],
+                    };
+                    for name in names {
+                        if name != module
+                            && modules.iter().any(|m| m == name)
+                            && !imports.iter().any(|i| i == name)
+                        {
+                            imports.push(name.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        graph.push((module.clone(), imports));
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the modules along it, if there is one.
+fn import_cycle(graph: &[(String, Vec<String>)]) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        graph: &[(String, Vec<String>)],
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(at.to_owned());
+            return Some(cycle);
+        }
+        if done.iter().any(|d| d == at) {
+            return None;
+        }
+        path.push(at.to_owned());
+        let imports = graph
+            .iter()
+            .find(|(m, _)| m == at)
+            .map(|(_, i)| i.as_slice());
+        for next in imports.unwrap_or_default() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(at.to_owned());
+        None
+    }
+    let mut done = Vec::new();
+    graph
+        .iter()
+        .find_map(|(m, _)| visit(m, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn gyr_modules_import_each_other_without_a_cycle() {
+    let graph = module_imports(&root().join("crates/gyr/src"));
+    let names: Vec<&str> = graph.iter().map(|(m, _)| m.as_str()).collect();
+    for expected in ["runtime", "state", "sensor", "registry", "sink", "steer"] {
+        assert!(
+            names.contains(&expected),
+            "no module `{expected}` in {names:?}"
+        );
+    }
+    let runtime = &graph.iter().find(|(m, _)| m == "runtime").unwrap().1;
+    assert!(
+        runtime.iter().any(|i| i == "state"),
+        "the import reader missed `runtime` -> `state`: {graph:?}"
+    );
+    if let Some(cycle) = import_cycle(&graph) {
+        panic!(
+            "modules of gyr import each other in a loop: {}; move what they share into a \
+             module below them, or hand the lower one a hook",
+            cycle.join(" -> ")
+        );
+    }
+}
+
+#[test]
+fn the_cycle_check_catches_a_loop() {
+    let graph = |edges: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+        edges
+            .iter()
+            .map(|(m, i)| (m.to_string(), i.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    assert!(import_cycle(&graph(&[("a", &["b"]), ("b", &["c"]), ("c", &[])])).is_none());
+    assert_eq!(
+        import_cycle(&graph(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"])])).unwrap(),
+        ["a", "b", "c", "a"]
     );
 }

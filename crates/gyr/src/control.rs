@@ -9,11 +9,14 @@
 //!
 //! Settings are kept by name, so a setting made before a type is first used applies when it is.
 //! Each change recomputes one effective state per type and instance, which is all the hot path
-//! reads: a disabled sensor costs one relaxed load and a branch.
+//! reads: a disabled sensor costs one relaxed load and a branch. The settings and that
+//! computation live with the registry; this module is the way to change and list them.
 
-use crate::registry::{Controls, Registry, STATE_OFF, STATE_ON, STATE_SLOW, registry};
+use crate::registry::{Controls, STATE_OFF, Setting, controls, recompute, registry};
 use std::fmt;
 use std::sync::atomic::Ordering;
+
+pub use crate::registry::Rate;
 
 /// Which sensors a control command applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,52 +35,6 @@ impl fmt::Display for Target {
             Target::Global => f.write_str("all sensors"),
             Target::Type(n) => write!(f, "type `{n}`"),
             Target::Instance(n) => write!(f, "instance `{n}`"),
-        }
-    }
-}
-
-/// How many events a sensor records.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum Rate {
-    /// Every event.
-    #[default]
-    All,
-    /// One event in `n`, counted per thread (Falcon: "trace every fifth lock access").
-    EveryNth(u32),
-    /// At most this many events per second, spaced at least `1/r` apart, across all threads.
-    /// For a sampling sensor, the sampling rate.
-    PerSecond(f64),
-}
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rate::All => f.write_str("all"),
-            Rate::EveryNth(n) => write!(f, "every {n}th"),
-            Rate::PerSecond(r) => write!(f, "{r}/s"),
-        }
-    }
-}
-
-/// A setting at one level: unset (inherit) or set.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) enum Setting<T> {
-    #[default]
-    Inherit,
-    Set(T),
-}
-
-impl<T: Copy> Setting<T> {
-    fn or(self, outer: Setting<T>) -> Setting<T> {
-        match self {
-            Setting::Set(v) => Setting::Set(v),
-            Setting::Inherit => outer,
-        }
-    }
-    fn get_or(self, default: T) -> T {
-        match self {
-            Setting::Set(v) => v,
-            Setting::Inherit => default,
         }
     }
 }
@@ -184,13 +141,6 @@ fn controls_mut<'a>(list: &'a mut Vec<(String, Controls)>, name: &str) -> &'a mu
     &mut list.last_mut().unwrap().1
 }
 
-fn controls(list: &[(String, Controls)], name: &str) -> Controls {
-    list.iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, c)| *c)
-        .unwrap_or_default()
-}
-
 /// Switches sensors on or off. `gyr.lost` is not a sensor of the program: losses are reported
 /// whatever the switches say (clients are told so by [`check_change`]).
 pub fn set_enabled(target: &Target, on: bool) {
@@ -278,41 +228,6 @@ pub fn sensors() -> Vec<SensorStatus> {
         });
     }
     out
-}
-
-/// Recomputes every effective state from the settings; called with the registry locked.
-pub(crate) fn recompute(reg: &mut Registry) {
-    let global_on = reg.running && reg.global.enabled.get_or(true);
-    for t in &reg.types {
-        let c = controls(&reg.type_controls, &t.schema.name);
-        let on = global_on && c.enabled.get_or(true);
-        let rate = c.rate.or(reg.global.rate).get_or(Rate::All);
-        t.handle.limits.apply(rate);
-        let tapped = reg.tapped.contains(&t.schema.name);
-        t.handle.tapped.store(tapped, Ordering::Relaxed);
-        let state = match (on, t.handle.limits.is_limited() || tapped) {
-            (false, _) => STATE_OFF,
-            (true, false) => STATE_ON,
-            (true, true) => STATE_SLOW,
-        };
-        t.handle.state.store(state, Ordering::Relaxed);
-    }
-    for i in &reg.instances {
-        let tc = controls(&reg.type_controls, &i.type_name);
-        let ic = controls(&reg.instance_controls, &i.name);
-        let on = global_on && tc.enabled.get_or(true) && ic.enabled.get_or(true);
-        i.handle
-            .limits
-            .apply(ic.rate.or(tc.rate).or(reg.global.rate).get_or(Rate::All));
-        let tapped = reg.tapped.contains(&i.type_name);
-        let state = match (on, i.handle.limits.is_limited() || tapped) {
-            (false, _) => STATE_OFF,
-            (true, false) => STATE_ON,
-            (true, true) => STATE_SLOW,
-        };
-        i.handle.state.store(state, Ordering::Relaxed);
-    }
-    let _ = STATE_SLOW;
 }
 
 /// Sets whether a runtime is running (no runtime: every sensor is off).

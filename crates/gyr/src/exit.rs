@@ -11,9 +11,8 @@
 //! at once, and then raises the signal again, so the exit status and the parent's view are
 //! what they would have been without gyr.
 
-use crate::runtime;
-use std::sync::Once;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long an exit or a signal waits for the monitors and sinks to finish: long enough to
@@ -23,8 +22,21 @@ pub const DEFAULT_EXIT_DEADLINE: Duration = Duration::from_secs(2);
 /// The signals shut down on, when their action is the default.
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
+/// What the exit hook and the signal thread do to the runtime, given by the runtime when it
+/// starts (this module knows nothing else of it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hooks {
+    /// Ends whatever runtime is running, waiting for nothing past the deadline.
+    pub(crate) end_by: fn(Instant),
+    /// Flushes the running runtime, if any.
+    pub(crate) flush: fn() -> bool,
+}
+
+static HOOKS: OnceLock<Hooks> = OnceLock::new();
+
 /// Registers the exit hook, and the signal thread if `signals`; each once per process.
-pub(crate) fn install(signals: bool) {
+pub(crate) fn install(signals: bool, hooks: Hooks) {
+    let _ = HOOKS.set(hooks);
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
         // SAFETY: `at_exit` is an `extern "C" fn()` with no arguments, as atexit requires; it
@@ -49,8 +61,8 @@ extern "C" fn at_exit() {
 /// Shuts down whatever runtime is running, within [`DEFAULT_EXIT_DEADLINE`].
 fn end_now() {
     let deadline = Instant::now() + DEFAULT_EXIT_DEADLINE;
-    if let Some(shared) = runtime::current_before(deadline) {
-        runtime::end(&shared, Some(deadline));
+    if let Some(hooks) = HOOKS.get() {
+        (hooks.end_by)(deadline);
     }
 }
 
@@ -135,7 +147,9 @@ fn follow_signals(read_end: libc::c_int, taken: &[libc::c_int]) {
         }
         let sig = libc::c_int::from(byte);
         if current_handler(sig) != Some(ours) {
-            crate::flush();
+            if let Some(hooks) = HOOKS.get() {
+                (hooks.flush)();
+            }
             continue;
         }
         for &s in taken {

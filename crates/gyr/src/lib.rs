@@ -31,7 +31,9 @@
     rust_2018_idioms
 )]
 
+mod batch;
 mod clock;
+mod config;
 pub mod control;
 mod dynamic;
 mod exit;
@@ -46,6 +48,7 @@ pub mod sensor;
 #[cfg(feature = "server")]
 pub mod server;
 mod sink;
+mod state;
 pub mod steer;
 mod sync;
 

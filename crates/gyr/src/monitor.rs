@@ -18,54 +18,15 @@
 //! maximum), takes half of the busiest monitor's rings, and new threads go to the least-loaded
 //! monitor.
 
+use crate::batch::Batch;
 use crate::clock::clock;
-use crate::runtime::{RingEntry, Shared, lock};
+use crate::state::{MonitorSlot, RingEntry, Shared, os_tid};
+use crate::sync::lock;
 use gyr_core::ThreadInfo;
 use gyr_core::record::{RecordHeader, push_record, stride};
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
-
-/// A running monitor, as the runtime sees it.
-#[derive(Debug)]
-pub(crate) struct MonitorSlot {
-    pub(crate) thread: Thread,
-    pub(crate) join: std::sync::Mutex<Option<JoinHandle<()>>>,
-    /// Bytes drained per second, smoothed: the monitor's load.
-    pub(crate) load: AtomicU64,
-    /// The last flush request this monitor has completed a pass for.
-    pub(crate) flushed: AtomicU64,
-}
-
-/// The consumer side of one ring; owned by whichever monitor drains the ring.
-#[derive(Debug, Default)]
-pub(crate) struct Consumer {
-    head: usize,
-    /// Every sequence number up to this one has been delivered or reported lost.
-    accounted: u64,
-    announced: bool,
-    blocked_seen: u64,
-}
-
-/// Records drained in one pass, grouped in per-thread blocks.
-#[derive(Debug, Default)]
-pub(crate) struct Batch {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) blocks: Vec<(u64, Range<usize>)>,
-    pub(crate) threads: Vec<ThreadInfo>,
-    pub(crate) records: u64,
-}
-
-impl Batch {
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.blocks.clear();
-        self.threads.clear();
-        self.records = 0;
-    }
-}
 
 /// Starts one more local monitor.
 pub(crate) fn spawn(shared: &Arc<Shared>) -> std::io::Result<usize> {
@@ -83,18 +44,6 @@ pub(crate) fn spawn(shared: &Arc<Shared>) -> std::io::Result<usize> {
         flushed: AtomicU64::new(0),
     }));
     Ok(index)
-}
-
-/// The monitor a new thread should go to: least load, then fewest rings.
-pub(crate) fn least_loaded(shared: &Shared) -> usize {
-    let monitors = lock(&shared.monitors);
-    let rings = lock(&shared.rings);
-    (0..monitors.len())
-        .min_by_key(|&i| {
-            let n = rings.iter().filter(|e| e.monitor() == i).count();
-            (monitors[i].load.load(Ordering::Relaxed), n)
-        })
-        .unwrap_or(0)
 }
 
 struct Monitor {
@@ -124,7 +73,7 @@ impl Monitor {
         let info = ThreadInfo {
             id,
             name: format!("gyr-monitor-{index}"),
-            os_tid: crate::runtime::os_tid(),
+            os_tid: os_tid(),
         };
         Monitor {
             shared,

@@ -10,9 +10,10 @@
 //! exits: the ring is marked closed, and its monitor drains it and forgets it.
 
 use crate::clock::{Clock, clock};
+use crate::config::Policy;
 use crate::registry::Limits;
 use crate::ring::{Reservation, Reserve, Ring};
-use crate::runtime::{self, Policy, RingEntry, Shared};
+use crate::state::{self, RingEntry, Shared};
 use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -87,10 +88,10 @@ fn with_buffer(f: impl FnOnce(&mut ThreadBuffer)) {
         let Ok(mut slot) = cell.try_borrow_mut() else {
             // A sensor fired while this thread was inside gyr (from a `Drop` or a sampling
             // closure): count it rather than recurse.
-            runtime::count_unrecorded();
+            state::count_unrecorded();
             return;
         };
-        let epoch = runtime::EPOCH.load(Ordering::Relaxed);
+        let epoch = state::EPOCH.load(Ordering::Relaxed);
         match &mut *slot {
             Some(b) if b.epoch == epoch => f(b),
             _ => {
@@ -102,7 +103,7 @@ fn with_buffer(f: impl FnOnce(&mut ThreadBuffer)) {
     });
     if ok.is_err() {
         // The thread is exiting and its buffer is gone.
-        runtime::count_unrecorded();
+        state::count_unrecorded();
     }
 }
 
@@ -111,7 +112,7 @@ fn with_buffer(f: impl FnOnce(&mut ThreadBuffer)) {
 fn attach(slot: &mut Option<ThreadBuffer>, epoch: u64) -> Option<&mut ThreadBuffer> {
     // Drop an old attachment first: it closes the old runtime's ring.
     *slot = None;
-    let shared = runtime::current()?;
+    let shared = state::current()?;
     if shared.epoch != epoch {
         return None;
     }
@@ -190,7 +191,7 @@ impl ThreadBuffer {
                     .fetch_add(waited, Ordering::Relaxed);
                 return Some(r);
             }
-            if runtime::EPOCH.load(Ordering::Relaxed) != self.epoch
+            if state::EPOCH.load(Ordering::Relaxed) != self.epoch
                 || self.shared.failed.load(Ordering::Relaxed)
             {
                 // The runtime shut down while we waited: nobody will drain this ring again.

@@ -1,11 +1,13 @@
 //! The process's event types: schemas by id, and the control state of every sensor type and
-//! registered sensor instance.
+//! registered sensor instance: the settings made through [`control`](crate::control), the
+//! effective state computed from them, the types watched by steering rules, and the hook that
+//! hands their events to the rules.
 //!
 //! Registration is append-only and rare (once per type per process), so it takes a lock; the
 //! hot path never does, it reads the atomics of a [`SensorType`] it already holds.
 
-use crate::control::{Rate, Setting};
 use gyr_core::{Field, Schema, SchemaError, TypeId};
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -118,6 +120,59 @@ impl SensorType {
     }
 }
 
+/// How many events a sensor records.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Rate {
+    /// Every event.
+    #[default]
+    All,
+    /// One event in `n`, counted per thread (Falcon: "trace every fifth lock access").
+    EveryNth(u32),
+    /// At most this many events per second, spaced at least `1/r` apart, across all threads.
+    /// For a sampling sensor, the sampling rate.
+    PerSecond(f64),
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rate::All => f.write_str("all"),
+            Rate::EveryNth(n) => write!(f, "every {n}th"),
+            Rate::PerSecond(r) => write!(f, "{r}/s"),
+        }
+    }
+}
+
+/// A setting at one level: unset (inherit) or set.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum Setting<T> {
+    #[default]
+    Inherit,
+    Set(T),
+}
+
+impl<T: Copy> Setting<T> {
+    pub(crate) fn or(self, outer: Setting<T>) -> Setting<T> {
+        match self {
+            Setting::Set(v) => Setting::Set(v),
+            Setting::Inherit => outer,
+        }
+    }
+    pub(crate) fn get_or(self, default: T) -> T {
+        match self {
+            Setting::Set(v) => v,
+            Setting::Inherit => default,
+        }
+    }
+}
+
+/// The control state of one registered sensor instance.
+#[derive(Debug)]
+pub struct InstanceState {
+    pub(crate) state: AtomicU32,
+    pub(crate) limits: Limits,
+}
+
 /// Control settings for one named sensor type or instance.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Controls {
@@ -138,7 +193,7 @@ pub(crate) struct TypeEntry {
 pub(crate) struct InstanceEntry {
     pub(crate) name: String,
     pub(crate) type_name: String,
-    pub(crate) handle: &'static crate::sensor::InstanceState,
+    pub(crate) handle: &'static InstanceState,
 }
 
 #[derive(Debug, Default)]
@@ -171,6 +226,29 @@ pub enum RegisterError {
         /// The registered schema.
         existing: String,
     },
+}
+
+/// What each recorded event of a type watched by a steering rule is handed to, with its type
+/// id and payload: the event/action repository registers it once ([`set_tap`]) when its first
+/// rule is added, so that sensors reach the rules without knowing them.
+pub(crate) type Tap = fn(TypeId, &[u8]);
+
+/// Payloads of watched events up to this many bytes are copied on the stack and in place in
+/// the steering queue, without allocating; a larger one is copied to the heap.
+pub(crate) const TAP_INLINE: usize = 120;
+
+static TAP: OnceLock<Tap> = OnceLock::new();
+
+/// Registers the hook of watched events; the first one registered stays.
+pub(crate) fn set_tap(hook: Tap) {
+    let _ = TAP.set(hook);
+}
+
+/// Hands a recorded event of a watched type to the hook, if one is registered.
+pub(crate) fn tap(type_id: TypeId, payload: &[u8]) {
+    if let Some(hook) = TAP.get() {
+        hook(type_id, payload);
+    }
 }
 
 static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
@@ -237,7 +315,7 @@ pub(crate) fn register(
     });
     SCHEMA_COUNT.store(reg.types.len() as u64, Ordering::Release);
     handle.id.store(id, Ordering::Release);
-    crate::control::recompute(&mut reg);
+    recompute(&mut reg);
     Ok(id)
 }
 
@@ -294,4 +372,46 @@ pub(crate) fn register_dynamic(
     let handle: &'static SensorType = Box::leak(Box::new(SensorType::new()));
     register(handle, name, fields, kind)?;
     Ok(handle)
+}
+
+pub(crate) fn controls(list: &[(String, Controls)], name: &str) -> Controls {
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, c)| *c)
+        .unwrap_or_default()
+}
+
+/// Recomputes every effective state from the settings; called with the registry locked.
+pub(crate) fn recompute(reg: &mut Registry) {
+    let global_on = reg.running && reg.global.enabled.get_or(true);
+    for t in &reg.types {
+        let c = controls(&reg.type_controls, &t.schema.name);
+        let on = global_on && c.enabled.get_or(true);
+        let rate = c.rate.or(reg.global.rate).get_or(Rate::All);
+        t.handle.limits.apply(rate);
+        let tapped = reg.tapped.contains(&t.schema.name);
+        t.handle.tapped.store(tapped, Ordering::Relaxed);
+        let state = match (on, t.handle.limits.is_limited() || tapped) {
+            (false, _) => STATE_OFF,
+            (true, false) => STATE_ON,
+            (true, true) => STATE_SLOW,
+        };
+        t.handle.state.store(state, Ordering::Relaxed);
+    }
+    for i in &reg.instances {
+        let tc = controls(&reg.type_controls, &i.type_name);
+        let ic = controls(&reg.instance_controls, &i.name);
+        let on = global_on && tc.enabled.get_or(true) && ic.enabled.get_or(true);
+        i.handle
+            .limits
+            .apply(ic.rate.or(tc.rate).or(reg.global.rate).get_or(Rate::All));
+        let tapped = reg.tapped.contains(&i.type_name);
+        let state = match (on, i.handle.limits.is_limited() || tapped) {
+            (false, _) => STATE_OFF,
+            (true, false) => STATE_ON,
+            (true, true) => STATE_SLOW,
+        };
+        i.handle.state.store(state, Ordering::Relaxed);
+    }
+    let _ = STATE_SLOW;
 }

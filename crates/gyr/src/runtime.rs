@@ -15,59 +15,25 @@
 //! so the exit status still says how the process ended). Only what cannot be caught (SIGKILL,
 //! an abort) loses the unfinished chunk, at most [`DEFAULT_FLUSH_INTERVAL`] of events.
 
+use crate::batch::Stats;
 use crate::clock::clock;
-use crate::monitor::{self, MonitorSlot};
-use crate::ring::Ring;
+use crate::config::Config;
+use crate::monitor;
 use crate::sink::{FileSink, Sink, SinkSet};
-use gyr_core::{ThreadInfo, TraceEnd, TraceHeader};
+#[cfg(feature = "server")]
+use crate::state::Stop;
+use crate::state::{EPOCH, RUNTIME, Shared, UNRECORDED, current};
+use crate::sync::lock;
+use gyr_core::{TraceEnd, TraceHeader};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Ring capacity per thread, in bytes: about 10,000 events of 64 bytes, enough to ride out a
-/// monitor pause of a millisecond at 10 M events/s; more costs memory per thread.
-pub const DEFAULT_RING_CAPACITY: usize = 1 << 20;
-/// How long a local monitor sleeps when its rings are quiet: the bound on delivery delay for a
-/// trickle of events; shorter costs CPU on an idle program.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1);
-/// Local monitors started with the runtime.
-pub const DEFAULT_MONITORS: usize = 1;
-/// The most local monitors the runtime starts as load grows.
-pub const DEFAULT_MAX_MONITORS: usize = 4;
-/// A monitor whose oldest undrained event is older than this, pass after pass, is falling
-/// behind, and another monitor is started.
-pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(20);
-/// How often sinks are flushed, so that a crash loses at most this much of the trace.
-pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
-/// How often sampling sensors are read, unless set per sensor.
-pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
-
-/// What a sensor does when its thread's ring is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Policy {
-    /// The thread waits for room; the wait is added to its perturbation. Nothing is lost.
-    #[default]
-    Block,
-    /// The event is dropped and counted; a `gyr.lost` event reports it.
-    Drop,
-}
-
-/// The runtime's configuration; see [`Builder`] for each setting.
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) policy: Policy,
-    pub(crate) ring_capacity: usize,
-    pub(crate) monitors: usize,
-    pub(crate) max_monitors: usize,
-    pub(crate) poll_interval: Duration,
-    pub(crate) max_lag: Duration,
-    pub(crate) flush_interval: Duration,
-    /// Whether SIGINT, SIGTERM and SIGHUP left at their default shut the runtime down first.
-    pub(crate) signals: bool,
-    #[cfg(feature = "server")]
-    pub(crate) server: crate::server::ServerConfig,
-}
+pub use crate::config::{
+    DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS,
+    DEFAULT_POLL_INTERVAL, DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Policy,
+};
 
 /// Why a runtime could not start.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +80,8 @@ pub enum Error {
 #[derive(Debug)]
 pub struct Builder {
     config: Config,
+    #[cfg(feature = "server")]
+    server: crate::server::ServerConfig,
     sinks: Vec<Box<dyn Sink>>,
     trace_path: Option<PathBuf>,
     env_error: Option<Error>,
@@ -156,11 +124,11 @@ impl Builder {
                 max_lag: DEFAULT_MAX_LAG,
                 flush_interval: DEFAULT_FLUSH_INTERVAL,
                 signals: true,
-                #[cfg(feature = "server")]
-                server: crate::server::ServerConfig {
-                    enabled: true,
-                    ..Default::default()
-                },
+            },
+            #[cfg(feature = "server")]
+            server: crate::server::ServerConfig {
+                enabled: true,
+                ..Default::default()
             },
             sinks: Vec::new(),
             trace_path: None,
@@ -256,8 +224,8 @@ impl Builder {
         {
             if let Some(v) = var("GYR_SERVE") {
                 match v.as_str() {
-                    "0" | "false" | "no" => self.config.server.enabled = false,
-                    "1" | "true" | "yes" => self.config.server.enabled = true,
+                    "0" | "false" | "no" => self.server.enabled = false,
+                    "1" | "true" | "yes" => self.server.enabled = true,
                     _ => bad(
                         "GYR_SERVE",
                         v,
@@ -267,7 +235,7 @@ impl Builder {
             }
             if let Some(v) = var("GYR_LISTEN") {
                 match v.parse::<std::net::SocketAddr>() {
-                    Ok(a) => self.config.server.tcp = Some(a),
+                    Ok(a) => self.server.tcp = Some(a),
                     Err(_) => bad(
                         "GYR_LISTEN",
                         v,
@@ -278,14 +246,14 @@ impl Builder {
             // Kept even when empty: an empty token is refused when the server starts (it then
             // does not listen on TCP), not taken as unset.
             if let Ok(v) = std::env::var("GYR_TOKEN") {
-                self.config.server.steer_token = Some(v);
+                self.server.steer_token = Some(v);
             }
             if let Ok(v) = std::env::var("GYR_READ_TOKEN") {
-                self.config.server.read_token = Some(v);
+                self.server.read_token = Some(v);
             }
             if let Some(v) = var("GYR_HUB") {
                 if v.contains(':') && !v.contains('/') {
-                    self.config.server.hub = Some(v);
+                    self.server.hub = Some(v);
                 } else {
                     bad(
                         "GYR_HUB",
@@ -295,7 +263,7 @@ impl Builder {
                 }
             }
             if let Some(v) = var("GYR_HUB_TOKEN") {
-                self.config.server.hub_token = Some(v);
+                self.server.hub_token = Some(v);
             }
         }
         self
@@ -304,7 +272,7 @@ impl Builder {
     /// Whether to serve the steering API (on by default; see [`crate::server`]).
     #[cfg(feature = "server")]
     pub fn serve(mut self, on: bool) -> Self {
-        self.config.server.enabled = on;
+        self.server.enabled = on;
         self
     }
 
@@ -319,9 +287,9 @@ impl Builder {
         steer_token: Option<String>,
         read_token: Option<String>,
     ) -> Self {
-        self.config.server.tcp = Some(addr);
-        self.config.server.steer_token = steer_token;
-        self.config.server.read_token = read_token;
+        self.server.tcp = Some(addr);
+        self.server.steer_token = steer_token;
+        self.server.read_token = read_token;
         self
     }
 
@@ -330,7 +298,7 @@ impl Builder {
     /// [`gyr_proto::listen::DEFAULT_MAX_CONNECTIONS`], [`gyr_proto::listen::DEFAULT_AUTH_TIMEOUT`]).
     #[cfg(feature = "server")]
     pub fn tcp_limits(mut self, max_connections: usize, auth_timeout: Duration) -> Self {
-        self.config.server.limits = gyr_proto::listen::Limits {
+        self.server.limits = gyr_proto::listen::Limits {
             max_connections,
             auth_timeout,
         };
@@ -342,8 +310,8 @@ impl Builder {
     /// through its server.
     #[cfg(feature = "server")]
     pub fn hub(mut self, addr: impl Into<String>, token: Option<String>) -> Self {
-        self.config.server.hub = Some(addr.into());
-        self.config.server.hub_token = token;
+        self.server.hub = Some(addr.into());
+        self.server.hub_token = token;
         self
     }
 
@@ -460,7 +428,7 @@ impl Builder {
             self.sinks.insert(0, Box::new(sink));
         }
         #[cfg(feature = "server")]
-        let fanout = self.config.server.enabled.then(|| {
+        let fanout = self.server.enabled.then(|| {
             let f = crate::server::Fanout::default();
             self.sinks
                 .push(Box::new(crate::server::FanoutSink(f.clone())));
@@ -481,7 +449,6 @@ impl Builder {
             flush_done: (Mutex::new(0), Condvar::new()),
             stats: Stats::default(),
             ended: AtomicBool::new(false),
-            #[cfg(feature = "server")]
             server: Mutex::new(None),
             last_spawn: Mutex::new(
                 Instant::now()
@@ -503,7 +470,7 @@ impl Builder {
                     (s.records, s.lost + s.sink_lost)
                 });
                 match crate::server::start(
-                    &self.config.server,
+                    &self.server,
                     shared.header.pid,
                     shared.header.command_line.clone(),
                     shared.header.start_unix_ns,
@@ -528,7 +495,7 @@ impl Builder {
             let tcp = server
                 .as_mut()
                 .and_then(|s| Some((s.tcp?, s.steer_token.clone()?)));
-            *lock(&shared.server) = server;
+            *lock(&shared.server) = server.map(|s| Box::new(s) as Box<dyn Stop>);
             (socket, tcp)
         };
         *current = Some(shared.clone());
@@ -536,7 +503,13 @@ impl Builder {
         crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
         crate::control::set_running(true);
         install_panic_hook();
-        crate::exit::install(self.config.signals);
+        crate::exit::install(
+            self.config.signals,
+            crate::exit::Hooks {
+                end_by,
+                flush: || flush(),
+            },
+        );
         Ok(Runtime {
             shared: Some(shared),
             scoped: true,
@@ -545,147 +518,6 @@ impl Builder {
             #[cfg(feature = "server")]
             tcp,
         })
-    }
-}
-
-/// Bumped at every start and shutdown: a thread buffer from another epoch is stale.
-pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
-static RUNTIME: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
-/// Events emitted while a runtime ran that could not reach a ring (re-entrant or exiting thread).
-static UNRECORDED: AtomicU64 = AtomicU64::new(0);
-
-pub(crate) fn count_unrecorded() {
-    if RUNTIME.try_lock().map(|r| r.is_some()).unwrap_or(true) {
-        UNRECORDED.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-pub(crate) fn current() -> Option<Arc<Shared>> {
-    RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Counters the monitors keep.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub(crate) records: AtomicU64,
-    pub(crate) lost: AtomicU64,
-    pub(crate) bytes: AtomicU64,
-    pub(crate) sink_errors: AtomicU64,
-    /// Records a failed sink lost: not yet stored when it failed, or given after.
-    pub(crate) sink_lost: AtomicU64,
-}
-
-/// State shared by the runtime guard, the monitors and every thread buffer.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) epoch: u64,
-    pub(crate) config: Config,
-    pub(crate) header: TraceHeader,
-    pub(crate) rings: Mutex<Vec<Arc<RingEntry>>>,
-    pub(crate) monitors: Mutex<Vec<Arc<MonitorSlot>>>,
-    pub(crate) sinks: Mutex<SinkSet>,
-    pub(crate) stopping: AtomicBool,
-    /// A monitor failed: Block degrades to Drop so the program is never blocked for good.
-    pub(crate) failed: AtomicBool,
-    pub(crate) next_thread: AtomicU64,
-    pub(crate) flush_requested: AtomicU64,
-    pub(crate) flush_done: (Mutex<u64>, Condvar),
-    pub(crate) stats: Stats,
-    /// Set by the one shutdown that ends this runtime, whoever asks first.
-    ended: AtomicBool,
-    /// The steering server, stopped after the last events reached its streams.
-    #[cfg(feature = "server")]
-    server: Mutex<Option<crate::server::ServerHandle>>,
-    pub(crate) last_spawn: Mutex<Instant>,
-}
-
-/// One thread's ring, as the monitors see it.
-#[derive(Debug)]
-pub(crate) struct RingEntry {
-    pub(crate) ring: Ring,
-    pub(crate) info: ThreadInfo,
-    /// Index of the monitor that drains this ring.
-    pub(crate) monitor: AtomicUsize,
-    pub(crate) consumer: Mutex<monitor::Consumer>,
-    /// Ticks the producer has spent blocked on this ring.
-    pub(crate) blocked_ticks: AtomicU64,
-}
-
-impl RingEntry {
-    pub(crate) fn monitor(&self) -> usize {
-        self.monitor.load(Ordering::Relaxed)
-    }
-}
-
-pub(crate) fn os_tid() -> u64 {
-    std::fs::read_link("/proc/thread-self")
-        .ok()
-        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-        .unwrap_or(0)
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // gyr's locks guard plain data that every update leaves consistent: a panic elsewhere while
-    // holding one must not take monitoring down with it.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    /// Gives the calling thread a ring, assigned to the least-loaded monitor (Falcon).
-    pub(crate) fn register_thread(&self) -> Arc<RingEntry> {
-        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
-        let thread = std::thread::current();
-        let name = thread
-            .name()
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("thread-{id}"));
-        let monitor = monitor::least_loaded(self);
-        let entry = Arc::new(RingEntry {
-            ring: Ring::new(self.config.ring_capacity),
-            info: ThreadInfo {
-                id,
-                name,
-                os_tid: os_tid(),
-            },
-            monitor: AtomicUsize::new(monitor),
-            consumer: Mutex::new(monitor::Consumer::default()),
-            blocked_ticks: AtomicU64::new(0),
-        });
-        lock(&self.rings).push(entry.clone());
-        entry
-    }
-
-    pub(crate) fn wake_monitor(&self, index: usize) {
-        if let Some(m) = lock(&self.monitors).get(index) {
-            m.thread.unpark();
-        }
-    }
-
-    fn wake_all(&self) {
-        for m in lock(&self.monitors).iter() {
-            m.thread.unpark();
-        }
-    }
-
-    /// Asks every monitor for a full pass and waits (at most `timeout`) until each has made one
-    /// and the sinks are flushed. Returns whether that happened in time.
-    pub(crate) fn flush(&self, timeout: Duration) -> bool {
-        let target = self.flush_requested.fetch_add(1, Ordering::SeqCst) + 1;
-        self.wake_all();
-        let deadline = Instant::now() + timeout;
-        let (m, cv) = &self.flush_done;
-        let mut done = lock(m);
-        while *done < target {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            done = cv
-                .wait_timeout(done, deadline - now)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
-        }
-        true
     }
 }
 
@@ -797,7 +629,7 @@ pub fn shutdown() -> Summary {
 /// then the steering server (removing its socket and announcement). With a deadline (at exit,
 /// on a signal) nothing waits past it: a monitor that does not finish in time, or a sink held
 /// by the very thread that is exiting, is left as it is.
-pub(crate) fn end(shared: &Arc<Shared>, deadline: Option<Instant>) -> Summary {
+fn end(shared: &Arc<Shared>, deadline: Option<Instant>) -> Summary {
     if shared.ended.swap(true, Ordering::SeqCst) {
         return summary_of(shared);
     }
@@ -842,15 +674,12 @@ pub(crate) fn end(shared: &Arc<Shared>, deadline: Option<Instant>) -> Summary {
             }
         }
     }
-    #[cfg(feature = "server")]
-    {
-        let server = match deadline {
-            None => lock(&shared.server).take(),
-            Some(d) => lock_before(&shared.server, d).and_then(|mut s| s.take()),
-        };
-        if let Some(mut server) = server {
-            server.stop();
-        }
+    let server = match deadline {
+        None => lock(&shared.server).take(),
+        Some(d) => lock_before(&shared.server, d).and_then(|mut s| s.take()),
+    };
+    if let Some(mut server) = server {
+        server.stop();
     }
     let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, shared)) {
@@ -877,8 +706,23 @@ fn lock_before<T>(m: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> 
 
 /// The running runtime, unless the lock on it is held past `deadline` (at exit, the thread
 /// holding it may be the one exiting).
-pub(crate) fn current_before(deadline: Instant) -> Option<Arc<Shared>> {
+fn current_before(deadline: Instant) -> Option<Arc<Shared>> {
     lock_before(&RUNTIME, deadline)?.clone()
+}
+
+/// Ends whatever runtime is running, waiting for nothing past `deadline` (at exit, on a
+/// signal: see [`crate::exit`]).
+fn end_by(deadline: Instant) {
+    if let Some(shared) = current_before(deadline) {
+        end(&shared, Some(deadline));
+    }
+}
+
+#[cfg(feature = "server")]
+impl Stop for crate::server::ServerHandle {
+    fn stop(&mut self) {
+        crate::server::ServerHandle::stop(self)
+    }
 }
 
 fn summary_of(s: &Shared) -> Summary {

@@ -9,9 +9,10 @@
 //! on the handle, or through [`control::set_rate`](crate::control::set_rate) with
 //! [`Rate::PerSecond`](crate::control::Rate::PerSecond).
 
+use crate::config::DEFAULT_SAMPLE_INTERVAL;
 use crate::registry::{self, RegisterError, STATE_OFF, SensorType};
-use crate::runtime::{DEFAULT_SAMPLE_INTERVAL, lock};
 use crate::sensor::SensorField;
+use crate::sync::lock;
 use gyr_core::Field;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -18,12 +18,16 @@
 //! A disabled sensor costs one relaxed load and a branch. An enabled one reads the clock,
 //! reserves room in its thread's ring, writes a 32-byte header and the payload, and publishes it
 //! with one release store: no lock, no allocation, no system call. Figures for this machine are
-//! in the README (`cargo run --release -p gyr-bench -- sensors`).
+//! in the README (`cargo run --release -p gyr-bench -- sensors`). An event of a type a steering
+//! rule watches is also handed to the rules, within the bounds
+//! [`repository`](crate::steer::repository) states.
 
 use crate::producer;
 use crate::registry::{
     self, InstanceEntry, Limits, RegisterError, STATE_OFF, STATE_ON, SensorType,
 };
+
+pub use crate::registry::InstanceState;
 use gyr_core::schema::ScalarType;
 use gyr_core::{Field, FieldType};
 use std::marker::PhantomData;
@@ -277,25 +281,29 @@ fn emit_gated(
     match state.load(Ordering::Relaxed) {
         STATE_OFF => {}
         STATE_ON => producer::record(id, len, encode),
-        _ if ty.tapped.load(Ordering::Relaxed) => {
-            // Watched by a rule: encode once, record it, and hand a copy to the steering thread.
-            let mut payload = vec![0u8; len];
-            encode(&mut payload);
-            if producer::record_limited(limits, id, len, |out| out.copy_from_slice(&payload)) {
-                crate::steer::repository::tap(id, payload);
-            }
-        }
+        _ if ty.tapped.load(Ordering::Relaxed) => record_tapped(id, limits, len, encode),
         _ => {
             producer::record_limited(limits, id, len, encode);
         }
     }
 }
 
-/// The control state of one registered sensor instance.
-#[derive(Debug)]
-pub struct InstanceState {
-    pub(crate) state: AtomicU32,
-    pub(crate) limits: Limits,
+/// Records an event of a type a steering rule watches, and hands it to the rules' hook
+/// ([`registry::tap`]): encoded once, on the stack unless it exceeds
+/// [`TAP_INLINE`](registry::TAP_INLINE) bytes.
+fn record_tapped(id: u32, limits: &Limits, len: usize, encode: impl FnOnce(&mut [u8])) {
+    let mut stack = [0u8; registry::TAP_INLINE];
+    let mut heap = Vec::new();
+    let payload: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    encode(payload);
+    if producer::record_limited(limits, id, len, |out| out.copy_from_slice(payload)) {
+        registry::tap(id, payload);
+    }
 }
 
 /// One individually controlled sensor: Falcon's registered instrumentation object.
@@ -344,7 +352,7 @@ impl<E: Sensor> SensorInstance<E> {
                     type_name: E::NAME.to_owned(),
                     handle,
                 });
-                crate::control::recompute(&mut reg);
+                registry::recompute(&mut reg);
                 handle
             }
         };

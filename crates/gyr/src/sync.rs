@@ -1,5 +1,6 @@
 //! Synchronisation primitives, imported from one place so that `--cfg loom` can swap in loom's
-//! model-checked versions for the lock-free ring.
+//! model-checked versions for the lock-free ring; and [`lock`], the one way gyr takes its
+//! (standard) mutexes.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -107,4 +108,11 @@ impl std::fmt::Debug for ByteBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ByteBuf({} bytes)", self.bytes.len())
     }
+}
+
+/// Takes `m`, poisoned or not.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // gyr's locks guard plain data that every update leaves consistent: a panic elsewhere while
+    // holding one must not take monitoring down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

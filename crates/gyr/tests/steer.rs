@@ -556,3 +556,81 @@ fn rules_steer_the_program_from_its_own_events() {
     let summary = rt.shutdown();
     assert_eq!(summary.lost, 0);
 }
+
+#[derive(gyr::Sensor)]
+struct Backlog {
+    n: u64,
+}
+
+/// The rules' queue is bounded: while a rule is stuck in its action, later events of its type
+/// miss the rules (counted) instead of holding the program up, and every event is recorded.
+#[test]
+fn a_stuck_rule_never_holds_the_program_up() {
+    let _g = support::serial();
+    let mem = gyr::MemorySink::new();
+    let rt = gyr::Builder::new().sink(mem.clone()).start().unwrap();
+    let entered = Arc::new(AtomicBool::new(false));
+    let release = Arc::new(AtomicBool::new(false));
+    let (e, r) = (entered.clone(), release.clone());
+    let rule = steer::repository::on_event(
+        "stuck",
+        "backlog",
+        |_| true,
+        move |_, _| {
+            e.store(true, Ordering::SeqCst);
+            while !r.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    Backlog { n: 0 }.emit();
+    wait_for("the rule to start", || entered.load(Ordering::SeqCst));
+    let before = steer::repository::missed();
+    let n = steer::repository::DEFAULT_TAP_QUEUE as u64 + 100;
+    for i in 1..=n {
+        Backlog { n: i }.emit();
+    }
+    assert!(steer::repository::missed() - before >= 100);
+    release.store(true, Ordering::SeqCst);
+    rule.remove();
+    let summary = rt.shutdown();
+    assert_eq!(mem.events("backlog").len() as u64, n + 1);
+    assert_eq!(summary.lost, 0);
+}
+
+#[derive(gyr::Sensor)]
+struct Note {
+    text: String,
+}
+
+/// A watched event too large to be handed over in place reaches the rules whole.
+#[test]
+fn rules_see_large_events_whole() {
+    let _g = support::serial();
+    let rt = gyr::Builder::new().start().unwrap();
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    let rule = steer::repository::on_event(
+        "long-note",
+        "note",
+        |_| true,
+        move |e, _| {
+            if let Some(Value::Str(t)) = e.get("text") {
+                s.store(t.len() as u64, Ordering::SeqCst);
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    Note {
+        text: "x".repeat(300),
+    }
+    .emit();
+    wait_for("the rule to see the note", || {
+        seen.load(Ordering::SeqCst) == 300
+    });
+    rule.remove();
+    rt.shutdown();
+}

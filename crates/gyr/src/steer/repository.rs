@@ -7,22 +7,38 @@
 //! # Latency
 //!
 //! Events of a watched type do not wait for a local monitor's pass: the sensor that emits one
-//! records it in its ring as usual and also hands a copy to the steering thread. That thread
+//! records it in its ring as usual and also hands a copy to the steering thread, through the
+//! hook this repository registers with the registry when its first rule is added. That thread
 //! spins briefly after each event (events that steer tend to come in bursts) and otherwise
-//! blocks, so it costs nothing while nothing happens. Falcon measured 610 µs from sensor to
+//! parks, so it costs nothing while nothing happens. Falcon measured 610 µs from sensor to
 //! steering action; the figure for gyr is in the README (`gyr-bench steering`).
+//!
+//! # What a watched event costs its thread
+//!
+//! The copy goes into a queue bounded at [`DEFAULT_TAP_QUEUE`] events, without a lock and,
+//! for a payload of at most 120 bytes, without allocating; waking the steering thread when it
+//! is parked is one system call. The sensor never waits for the rules: when the queue is full
+//! the event is still recorded, the rules miss it, and [`missed`] counts it (the first miss is
+//! also said once on standard error).
 
 use super::{SteerError, Who};
+use crate::registry::TAP_INLINE;
 use gyr_core::value::decode;
 use gyr_core::{Schema, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// How long the steering thread keeps spinning for the next event after one arrives: short
 /// enough to cost little on a small machine, long enough to catch a burst.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+
+/// Events of watched types waiting for the steering thread, at most: enough for a burst while
+/// rules run; beyond it the rules miss events (counted by [`missed`]) rather than make the
+/// program wait. The queue is allocated when the first rule is added (about 150 KB).
+pub const DEFAULT_TAP_QUEUE: usize = 1024;
 
 /// An event as a rule sees it: its type, origin and decoded fields.
 #[derive(Debug, Clone)]
@@ -79,40 +95,100 @@ pub struct RuleInfo {
     pub last_error: Option<String>,
 }
 
+/// An event of a watched type on its way to the steering thread.
 struct Tapped {
     type_id: u32,
-    payload: Vec<u8>,
+    payload: Payload,
+}
+
+/// A watched event's payload: in place when small, so that handing it over does not allocate.
+enum Payload {
+    Inline { len: u8, bytes: [u8; TAP_INLINE] },
+    Heap(Vec<u8>),
+}
+
+// `Payload::Inline` keeps its length in a `u8`.
+const _: () = assert!(TAP_INLINE <= u8::MAX as usize);
+
+impl Payload {
+    fn new(payload: &[u8]) -> Self {
+        match payload.len() {
+            len if len <= TAP_INLINE => {
+                let mut bytes = [0u8; TAP_INLINE];
+                bytes[..len].copy_from_slice(payload);
+                Payload::Inline {
+                    len: len as u8,
+                    bytes,
+                }
+            }
+            _ => Payload::Heap(payload.to_vec()),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Inline { len, bytes } => &bytes[..*len as usize],
+            Payload::Heap(v) => v,
+        }
+    }
 }
 
 struct Repository {
     rules: Mutex<Vec<Arc<Rule>>>,
-    tx: Mutex<Sender<Tapped>>,
+    tx: SyncSender<Tapped>,
+    /// The steering thread, unparked after each event handed to it.
+    thread: Thread,
 }
 
 static REPOSITORY: OnceLock<Repository> = OnceLock::new();
+/// Events of watched types the rules missed because the queue was full.
+static MISSED: AtomicU64 = AtomicU64::new(0);
 
 fn repository() -> &'static Repository {
     REPOSITORY.get_or_init(|| {
-        let (tx, rx) = channel();
-        std::thread::Builder::new()
+        let (tx, rx) = sync_channel(DEFAULT_TAP_QUEUE);
+        let thread = std::thread::Builder::new()
             .name("gyr-steering".into())
             .spawn(move || steering_thread(rx))
-            .expect("start the gyr steering thread");
+            .expect("start the gyr steering thread")
+            .thread()
+            .clone();
+        crate::registry::set_tap(tap);
         Repository {
             rules: Mutex::new(Vec::new()),
-            tx: Mutex::new(tx),
+            tx,
+            thread,
         }
     })
 }
 
-/// Hands an event of a watched type to the steering thread (called by sensors).
-pub(crate) fn tap(type_id: u32, payload: Vec<u8>) {
-    if let Some(r) = REPOSITORY.get() {
-        let _ =
-            r.tx.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .send(Tapped { type_id, payload });
+/// Hands an event of a watched type to the steering thread: the hook registered with the
+/// registry, called by sensors on the program's threads. It never waits: the queue is
+/// bounded, and the steering thread never blocks on it (it parks, and is unparked here), so
+/// sending takes no lock either.
+fn tap(type_id: u32, payload: &[u8]) {
+    let Some(r) = REPOSITORY.get() else { return };
+    let tapped = Tapped {
+        type_id,
+        payload: Payload::new(payload),
+    };
+    match r.tx.try_send(tapped) {
+        Ok(()) => r.thread.unpark(),
+        Err(TrySendError::Full(_)) => {
+            if MISSED.fetch_add(1, Ordering::Relaxed) == 0 {
+                eprintln!(
+                    "gyr: the steering thread is behind: rules miss events of the types they watch (the events are still recorded; counted by gyr::steer::repository::missed)"
+                );
+            }
+        }
+        Err(TrySendError::Disconnected(_)) => {}
     }
+}
+
+/// Events of watched types the rules missed because the steering thread's queue
+/// ([`DEFAULT_TAP_QUEUE`]) was full; the events themselves were recorded.
+pub fn missed() -> u64 {
+    MISSED.load(Ordering::Relaxed)
 }
 
 /// A registered rule; [`RuleHandle::remove`] takes it out.
@@ -184,7 +260,7 @@ pub fn remove(name: &str) {
 fn set_taps(rules: &[Arc<Rule>]) {
     let mut reg = crate::registry::registry();
     reg.tapped = rules.iter().map(|r| r.type_name.clone()).collect();
-    crate::control::recompute(&mut reg);
+    crate::registry::recompute(&mut reg);
 }
 
 /// Every rule with its counters.
@@ -212,20 +288,25 @@ pub fn rules() -> Vec<RuleInfo> {
 
 fn steering_thread(rx: Receiver<Tapped>) {
     let mut schemas: Vec<Option<Schema>> = Vec::new();
+    // Until when to spin for the next event of a burst before parking again.
+    let mut spin_until: Option<Instant> = None;
     loop {
-        let Ok(first) = rx.recv() else { return };
-        handle(first, &mut schemas);
-        // Spin a little for the next event of a burst before blocking again.
-        let mut deadline = Instant::now() + DEFAULT_SPIN;
-        while Instant::now() < deadline {
-            match rx.try_recv() {
-                Ok(t) => {
-                    handle(t, &mut schemas);
-                    deadline = Instant::now() + DEFAULT_SPIN;
-                }
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-                Err(TryRecvError::Disconnected) => return,
+        match rx.try_recv() {
+            Ok(t) => {
+                handle(t, &mut schemas);
+                spin_until = Some(Instant::now() + DEFAULT_SPIN);
             }
+            Err(TryRecvError::Empty) => match spin_until {
+                Some(deadline) if Instant::now() < deadline => std::hint::spin_loop(),
+                // Never a blocking receive: a receiver waiting inside the channel would make
+                // every send take the channel's lock to wake it. An unpark that comes before
+                // this park makes it return at once, so no event is left waiting.
+                _ => {
+                    spin_until = None;
+                    std::thread::park();
+                }
+            },
+            Err(TryRecvError::Disconnected) => return,
         }
     }
 }
@@ -241,7 +322,7 @@ fn handle(t: Tapped, schemas: &mut Vec<Option<Schema>>) {
             .find(|s| s.id == t.type_id);
     }
     let Some(schema) = &schemas[i] else { return };
-    let Ok(values) = decode(schema, &t.payload) else {
+    let Ok(values) = decode(schema, t.payload.bytes()) else {
         return;
     };
     let view = EventView {
