@@ -22,7 +22,7 @@
 use crate::CLIENT_HEADER;
 use crate::token::matches;
 use gyr_proto::{PROTOCOL_VERSION, v1};
-use tonic::{Request, Status};
+use tonic::{Request, Response, Status};
 
 /// The request header a bearer token travels in.
 pub const AUTHORIZATION_HEADER: &str = "authorization";
@@ -188,6 +188,15 @@ impl Access {
         Ok(can_steer)
     }
 
+    /// A ping's answer, its payload echoed to a caller the listener takes: always the called
+    /// server's own, never forwarded, so that it times the round trip to that server.
+    pub fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
+        self.permission(&req)?;
+        Ok(Response::new(v1::PingReply {
+            payload: req.into_inner().payload,
+        }))
+    }
+
     /// The answer to a handshake this server took, about the program `pid` running
     /// `command_line` (for the hub without a program named: the hub itself).
     pub fn handshake_reply(
@@ -287,6 +296,8 @@ mod tests {
         assert_eq!(a.check(Some(STEER)), Some(true));
         assert_eq!(a.check(Some(READ)), Some(false));
         assert_eq!(a.check(Some("steer-0123456789abcdeF")), None);
+        assert_eq!(a.check(Some(&format!("{STEER}0"))), None);
+        assert_eq!(a.check(Some(&STEER[..STEER.len() - 1])), None);
         assert_eq!(a.check(None), None);
         for header in [format!("Bearer {STEER}"), STEER.to_owned()] {
             let (req, mark) = request(Some(&header));
@@ -387,6 +398,20 @@ mod tests {
             (7, PROTOCOL_VERSION)
         );
         assert!(guarded(Server::Hub).handshake_reply(false, 1, vec![]).hub);
+    }
+
+    #[test]
+    fn a_ping_is_echoed_to_callers_only() {
+        let a = guarded(Server::Hub);
+        let ping = |token| {
+            let (req, _) = request(token);
+            let (meta, ext, ()) = req.into_parts();
+            let payload = b"abc".to_vec();
+            let req = Request::from_parts(meta, ext, v1::PingRequest { payload });
+            a.ping(req).map(|r| r.into_inner().payload)
+        };
+        assert_eq!(ping(Some(READ)).unwrap(), b"abc");
+        assert_eq!(ping(None).unwrap_err().code(), Code::Unauthenticated);
     }
 
     #[test]

@@ -163,10 +163,7 @@ impl v1::gyr_server::Gyr for HubService {
     }
 
     async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
-        self.shared.access.permission(&req)?;
-        Ok(Response::new(v1::PingReply {
-            payload: req.into_inner().payload,
-        }))
+        self.shared.access.ping(req)
     }
 
     async fn status(

@@ -195,10 +195,7 @@ impl v1::gyr_server::Gyr for GyrService {
     }
 
     async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
-        self.access.permission(&req)?;
-        Ok(Response::new(v1::PingReply {
-            payload: req.into_inner().payload,
-        }))
+        self.access.ping(req)
     }
 
     async fn status(
