@@ -127,11 +127,6 @@ impl Access {
         }
     }
 
-    /// Which server checks.
-    pub fn server(&self) -> Server {
-        self.server
-    }
-
     /// Whether tokens are asked for at all.
     pub fn guarded(&self) -> bool {
         self.steer.is_some()
