@@ -3,6 +3,8 @@
 //! Modules, and the features they need:
 //! - [`action`] (always): the one text of a steering action, as every log prints it;
 //! - [`token`] (always): what makes a token acceptable, and comparing one in constant time;
+//! - [`access`] (feature `access`): the checks both servers make of every call (bearer and
+//!   read tokens, the protocol version) and the refusals clients see;
 //! - [`discovery`] (feature `discovery`): the per-user announcement directory, verified before
 //!   anything in it is trusted, and the announcement format;
 //! - [`connect`], [`session`], [`events`], [`command`] (feature `connect`, on by default):
@@ -12,6 +14,8 @@
 //! A program built without its server links only the first two (through `gyr`).
 #![warn(missing_debug_implementations, rust_2018_idioms, missing_docs)]
 
+#[cfg(feature = "access")]
+pub mod access;
 pub mod action;
 #[cfg(feature = "connect")]
 pub mod command;

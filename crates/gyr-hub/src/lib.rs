@@ -26,6 +26,7 @@ pub use store::DEFAULT_RECORD_QUEUE_BYTES;
 #[doc(hidden)]
 pub use web::{PageCommand, PageMessage, SteerAction, parse_page_command};
 
+use gyr_client::access::{Access, Server};
 use gyr_proto::listen::{ConnectionCounts, GuardedListener};
 use gyr_proto::v1;
 use input::ProgramClient;
@@ -129,34 +130,6 @@ impl Default for HubConfig {
     }
 }
 
-/// Who may do what.
-#[derive(Debug, Clone)]
-pub(crate) struct Access {
-    /// `None`: everyone who can connect (loopback only) may steer.
-    steer: Option<String>,
-    read: Option<String>,
-}
-
-impl Access {
-    /// Whether `token` may watch (`Some(false)`), steer (`Some(true)`), or nothing (`None`).
-    pub(crate) fn check(&self, token: Option<&str>) -> Option<bool> {
-        use gyr_client::token::matches;
-        match (&self.steer, token) {
-            (None, _) => Some(true),
-            (Some(s), Some(t)) if matches(t, s) => Some(true),
-            (Some(_), Some(t)) if self.read.as_deref().is_some_and(|r| matches(t, r)) => {
-                Some(false)
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether tokens are asked for at all.
-    pub(crate) fn guarded(&self) -> bool {
-        self.steer.is_some()
-    }
-}
-
 /// State shared by the hub's tasks.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -171,6 +144,7 @@ pub(crate) struct Shared {
     pub(crate) store: Option<store::Store>,
     /// The replay, when replaying.
     pub(crate) replay: Option<replay::Replay>,
+    /// Who may watch and steer, on the web and gRPC sides alike.
     pub(crate) access: Access,
     /// The names the web UI may be reached by.
     pub(crate) hosts: web::AllowedHosts,
@@ -292,9 +266,9 @@ impl Hub {
             outputs: output::Outputs::default(),
             store,
             replay,
-            access: Access {
-                steer: config.token.clone(),
-                read: config.read_token.clone(),
+            access: match config.token.clone() {
+                Some(steer) => Access::tokens(Server::Hub, steer, config.read_token.clone()),
+                None => Access::open(Server::Hub),
             },
             hosts: web::AllowedHosts::new(addr, &config.allow_hosts),
         });

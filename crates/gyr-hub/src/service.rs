@@ -6,8 +6,8 @@
 
 use crate::Shared;
 use crate::input::ProgramClient;
-use gyr_client::CLIENT_HEADER;
-use gyr_proto::{PROCESS_HEADER, PROTOCOL_VERSION, v1};
+use gyr_client::access;
+use gyr_proto::{PROCESS_HEADER, v1};
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio_stream::Stream;
@@ -32,39 +32,6 @@ pub(crate) struct HubService {
 impl HubService {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         HubService { shared }
-    }
-
-    /// Whether the caller may steer; refuses callers without a valid token when one is
-    /// required.
-    fn permission<T>(&self, req: &Request<T>) -> Result<bool, Status> {
-        let token = req
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.strip_prefix("Bearer ").unwrap_or(v));
-        match self.shared.access.check(token) {
-            Some(steer) => {
-                // The connection may stay open (see gyr_proto::listen).
-                gyr_proto::listen::mark(req);
-                Ok(steer)
-            }
-            None if token.is_some() => Err(Status::unauthenticated(
-                "the token is not valid for this hub",
-            )),
-            None => Err(Status::unauthenticated(
-                "this hub needs a token: pass --token (or set GYR_TOKEN)",
-            )),
-        }
-    }
-
-    fn steer_permission<T>(&self, req: &Request<T>) -> Result<(), Status> {
-        if self.permission(req)? {
-            Ok(())
-        } else {
-            Err(Status::permission_denied(
-                "this token may watch but not steer: use the hub's steer token",
-            ))
-        }
     }
 
     /// The program a request names, or the only live one.
@@ -110,13 +77,7 @@ impl HubService {
     /// The client of the program `req` names, and who the caller is.
     fn program<T>(&self, req: &Request<T>) -> Result<(ProgramClient, String), Status> {
         let pid = self.target(req)?;
-        let who = format!(
-            "{} via hub",
-            req.metadata()
-                .get(CLIENT_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("client")
-        );
+        let who = format!("{} via hub", access::client_name(req));
         if let Some(c) = self.shared.clients().get(&pid) {
             return Ok((c.clone(), who));
         }
@@ -143,9 +104,9 @@ impl HubService {
 macro_rules! forward {
     ($self:ident, $req:ident, $method:ident, $steer:expr) => {{
         if $steer {
-            $self.steer_permission(&$req)?;
+            $self.shared.access.steer_permission(&$req)?;
         } else {
-            $self.permission(&$req)?;
+            $self.shared.access.permission(&$req)?;
         }
         let (c, who) = $self.program(&$req)?;
         let r = c.req($req.into_inner(), &who);
@@ -159,8 +120,7 @@ impl v1::gyr_server::Gyr for HubService {
         &self,
         req: Request<v1::HandshakeRequest>,
     ) -> Result<Response<v1::HandshakeReply>, Status> {
-        let can_steer = self.permission(&req)?;
-        gyr_proto::check_version(req.get_ref().protocol_version, "this hub", "the client")?;
+        let can_steer = self.shared.access.handshake(&req)?;
         // With a program named, the client talks to that program through the hub.
         let (pid, command_line) = match self.named(&req)? {
             Some(pid) => {
@@ -177,21 +137,18 @@ impl v1::gyr_server::Gyr for HubService {
             }
             None => (std::process::id(), std::env::args().collect()),
         };
-        Ok(Response::new(v1::HandshakeReply {
-            protocol_version: PROTOCOL_VERSION,
+        Ok(Response::new(self.shared.access.handshake_reply(
+            can_steer,
             pid,
             command_line,
-            can_steer,
-            gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
-            hub: true,
-        }))
+        )))
     }
 
     async fn list_processes(
         &self,
         req: Request<v1::ListProcessesRequest>,
     ) -> Result<Response<v1::ListProcessesReply>, Status> {
-        self.permission(&req)?;
+        self.shared.access.permission(&req)?;
         let mut processes = Vec::new();
         self.shared.programs.each(|p| processes.push(p.info()));
         Ok(Response::new(v1::ListProcessesReply { processes }))
@@ -202,16 +159,13 @@ impl v1::gyr_server::Gyr for HubService {
         req: Request<tonic::Streaming<v1::PublishMessage>>,
     ) -> Result<Response<v1::PublishReply>, Status> {
         // Publishing feeds what everyone sees: it takes the steer token.
-        self.steer_permission(&req)?;
+        self.shared.access.steer_permission(&req)?;
         let received = crate::input::publish(self.shared.clone(), req.into_inner()).await?;
         Ok(Response::new(v1::PublishReply { received }))
     }
 
     async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
-        self.permission(&req)?;
-        Ok(Response::new(v1::PingReply {
-            payload: req.into_inner().payload,
-        }))
+        self.shared.access.ping(req)
     }
 
     async fn status(
@@ -267,7 +221,7 @@ impl v1::gyr_server::Gyr for HubService {
         &self,
         req: Request<v1::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
-        self.permission(&req)?;
+        self.shared.access.permission(&req)?;
         let pid = self.named(&req)?;
         let r = req.into_inner();
         let outputs = &self.shared.outputs;
@@ -293,7 +247,7 @@ impl v1::gyr_server::Gyr for HubService {
     type LogStream = BoxStream<v1::LogEntry>;
 
     async fn log(&self, req: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {
-        self.permission(&req)?;
+        self.shared.access.permission(&req)?;
         let pid = self.named(&req)?;
         let r = req.into_inner();
         let wanted = move |e: &v1::LogEntry| pid.is_none_or(|p| p == e.pid) && e.seq > r.after;

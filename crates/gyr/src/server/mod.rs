@@ -18,8 +18,9 @@ mod stream;
 pub use stream::{DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
 pub(crate) use stream::{Fanout, FanoutSink};
 
+use gyr_client::access::{Access, Server};
 use gyr_client::discovery::{self, Announcement};
-use service::{Access, GyrService, ServiceContext};
+use service::{GyrService, ServiceContext};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -151,14 +152,11 @@ pub(crate) fn start(
     });
     let local = GyrService {
         ctx: ctx.clone(),
-        access: Access::Local,
+        access: Access::open(Server::Program),
     };
     let remote = steer_token.clone().map(|steer| GyrService {
         ctx,
-        access: Access::Token {
-            steer,
-            read: cfg.read_token.clone(),
-        },
+        access: Access::tokens(Server::Program, steer, cfg.read_token.clone()),
     });
     let (tx, rx) = tokio::sync::watch::channel(false);
     let tcp_addr = tcp.as_ref().map(|(a, _)| *a);

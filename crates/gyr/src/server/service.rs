@@ -4,11 +4,11 @@
 use super::stream::Fanout;
 use crate::control::{self, Rate, Target};
 use crate::steer::{self, AttrType, ScalarKind, SteerError, Who};
-use gyr_client::CLIENT_HEADER;
+use gyr_client::access::{self, Access};
 use gyr_core::Value;
 use gyr_proto::short_errors::ShortErrors;
 use gyr_proto::v1::gyr_server::GyrServer;
-use gyr_proto::{Incoming, PROTOCOL_VERSION, v1};
+use gyr_proto::{Incoming, v1};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,75 +25,23 @@ pub(crate) struct ServiceContext {
     pub(crate) fanout: Fanout,
 }
 
-/// Who may do what on one listener.
-#[derive(Clone)]
-pub(crate) enum Access {
-    /// The private Unix socket: everything.
-    Local,
-    /// TCP: a token is required; the read token cannot steer.
-    Token { steer: String, read: Option<String> },
-}
-
 #[derive(Clone)]
 pub(crate) struct GyrService {
     pub(crate) ctx: Arc<ServiceContext>,
+    /// The Unix socket's is open, the TCP listener's asks for a token.
     pub(crate) access: Access,
 }
 
 impl GyrService {
-    fn token<T>(req: &Request<T>) -> Option<String> {
-        let v = req.metadata().get("authorization")?.to_str().ok()?;
-        Some(v.strip_prefix("Bearer ").unwrap_or(v).to_owned())
-    }
-
-    /// Returns whether the caller may steer; refuses callers with no valid token.
-    fn permission<T>(&self, req: &Request<T>) -> Result<bool, Status> {
-        let allowed = self.check(req);
-        if allowed.is_ok() {
-            // The connection may stay open (see gyr_proto::listen).
-            gyr_proto::listen::mark(req);
-        }
-        allowed
-    }
-
-    fn check<T>(&self, req: &Request<T>) -> Result<bool, Status> {
-        match &self.access {
-            Access::Local => Ok(true),
-            Access::Token { steer, read } => match Self::token(req) {
-                Some(t) if gyr_client::token::matches(&t, steer) => Ok(true),
-                Some(t)
-                    if read
-                        .as_deref()
-                        .is_some_and(|r| gyr_client::token::matches(&t, r)) =>
-                {
-                    Ok(false)
-                }
-                Some(_) => Err(Status::unauthenticated(
-                    "the token is not valid for this program",
-                )),
-                None => Err(Status::unauthenticated(
-                    "this program's TCP listener needs a token: pass --token (or set GYR_TOKEN)",
-                )),
-            },
-        }
-    }
-
+    /// Who steers with `req` (refused unless it may), as the steering log names it.
     fn steerer<T>(&self, req: &Request<T>) -> Result<Who, Status> {
-        if !self.permission(req)? {
-            return Err(Status::permission_denied(
-                "this token may watch but not steer: use the steer token",
-            ));
-        }
-        let client = req
-            .metadata()
-            .get(CLIENT_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("client");
-        let via = match self.access {
-            Access::Local => "unix socket",
-            Access::Token { .. } => "tcp",
+        self.access.steer_permission(req)?;
+        let via = if self.access.guarded() {
+            "tcp"
+        } else {
+            "unix socket"
         };
-        Ok(Who::new(format!("{client} ({via})")))
+        Ok(Who::new(format!("{} ({via})", access::client_name(req))))
     }
 }
 
@@ -210,23 +158,19 @@ impl v1::gyr_server::Gyr for GyrService {
         &self,
         req: Request<v1::HandshakeRequest>,
     ) -> Result<Response<v1::HandshakeReply>, Status> {
-        let can_steer = self.permission(&req)?;
-        gyr_proto::check_version(req.get_ref().protocol_version, "this program", "the client")?;
-        Ok(Response::new(v1::HandshakeReply {
-            protocol_version: PROTOCOL_VERSION,
-            pid: self.ctx.pid,
-            command_line: self.ctx.command_line.clone(),
+        let can_steer = self.access.handshake(&req)?;
+        Ok(Response::new(self.access.handshake_reply(
             can_steer,
-            gyr_version: env!("CARGO_PKG_VERSION").to_owned(),
-            hub: false,
-        }))
+            self.ctx.pid,
+            self.ctx.command_line.clone(),
+        )))
     }
 
     async fn list_processes(
         &self,
         req: Request<v1::ListProcessesRequest>,
     ) -> Result<Response<v1::ListProcessesReply>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         let (events, lost) = (self.ctx.counters)();
         Ok(Response::new(v1::ListProcessesReply {
             processes: vec![v1::ProcessInfo {
@@ -251,17 +195,14 @@ impl v1::gyr_server::Gyr for GyrService {
     }
 
     async fn ping(&self, req: Request<v1::PingRequest>) -> Result<Response<v1::PingReply>, Status> {
-        self.permission(&req)?;
-        Ok(Response::new(v1::PingReply {
-            payload: req.into_inner().payload,
-        }))
+        self.access.ping(req)
     }
 
     async fn status(
         &self,
         req: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::StatusReply>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         Ok(Response::new(self.status_reply()))
     }
 
@@ -269,7 +210,7 @@ impl v1::gyr_server::Gyr for GyrService {
         &self,
         req: Request<v1::ListObjectsRequest>,
     ) -> Result<Response<v1::ListObjectsReply>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         let op = |o: steer::OperationInfo| v1::OperationInfo {
             name: o.name,
             params: o
@@ -321,7 +262,7 @@ impl v1::gyr_server::Gyr for GyrService {
     }
 
     async fn get(&self, req: Request<v1::GetRequest>) -> Result<Response<v1::GetReply>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         if req.get_ref().paths.is_empty() {
             return Err(Status::invalid_argument(
                 "name at least one attribute to read (`object.attribute`, or `object` for all)",
@@ -458,7 +399,7 @@ impl v1::gyr_server::Gyr for GyrService {
         &self,
         req: Request<v1::ListSensorsRequest>,
     ) -> Result<Response<v1::SensorsReply>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         Ok(Response::new(sensors_reply()))
     }
 
@@ -510,7 +451,7 @@ impl v1::gyr_server::Gyr for GyrService {
         &self,
         req: Request<v1::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         let r = req.into_inner();
         let rx = self.ctx.fanout.subscribe(r.types, r.threads);
         Ok(Response::new(Box::pin(rx)))
@@ -519,7 +460,7 @@ impl v1::gyr_server::Gyr for GyrService {
     type LogStream = BoxStream<v1::LogEntry>;
 
     async fn log(&self, req: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {
-        self.permission(&req)?;
+        self.access.permission(&req)?;
         let r = req.into_inner();
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         tokio::spawn(async move {
