@@ -18,6 +18,12 @@ export function num(x, digits = 5) {
 }
 
 /**
+ * A rate, per second: three significant digits are what the eye compares (`7184`, `0.783`).
+ * @param {number} x
+ */
+export const rate = (x) => num(x, 3);
+
+/**
  * A count of things, in full with the reader's digit grouping: `1,234,567`.
  * @param {number} n
  */
@@ -56,24 +62,25 @@ const DECIMAL = /^[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?$|^[-+]?\d+e[-+]?\d+$/i;
 
 /**
  * A program's value, as the program wrote it (numbers, booleans and text alike), to show:
- * a decimal number to `digits` significant digits (6 unless said); integers and text as
- * they are, so that no count loses a digit.
+ * a decimal number to `digits` significant digits (6 unless said), and so the long decimals
+ * within a list or a text; integers as they are, so that no count loses a digit.
  * @param {string} text
  * @param {number} [digits]
  */
 export function value(text, digits = 6) {
-  if (!DECIMAL.test(text.trim())) return text;
+  if (!DECIMAL.test(text.trim())) return tidy(text, digits);
   const x = Number(text);
   return Number.isFinite(x) ? num(x, digits) : text;
 }
 
 /**
- * A program's value to edit: a decimal number without the last digits' rounding noise
- * (`0.30000000000000004` is `0.3`) yet precise enough to be set back unchanged in effect.
+ * A program's value to edit: decimal numbers (alone or in a list) without the last digits'
+ * rounding noise (`0.30000000000000004` is `0.3`), yet precise enough to be set back unchanged
+ * in effect.
  * @param {string} text
  */
 export function editable(text) {
-  if (!DECIMAL.test(text.trim())) return text;
+  if (!DECIMAL.test(text.trim())) return tidy(text, 12);
   const x = Number(text);
   return Number.isFinite(x) ? String(Number(x.toPrecision(12))) : text;
 }

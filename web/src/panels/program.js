@@ -2,7 +2,7 @@
 // @ts-check
 import { $, el, rebuild, setClass, setText } from '../dom.js';
 import { S, eventRate } from '../state.js';
-import { count, num } from '../format.js';
+import { count, rate } from '../format.js';
 import { send } from '../conn.js';
 
 /** @typedef {import('../protocol').ProcessSummary} ProcessSummary */
@@ -22,11 +22,11 @@ function draw(p) {
   $('pause').disabled = !p.alive || p.paused;
   $('resume').disabled = !p.alive || !p.paused;
   $('step').disabled = !p.alive || !p.paused;
-  const rate = eventRate(p);
+  const perSecond = rate(eventRate(p));
   const rec = S.hub && S.hub.recording;
   const types = Object.keys(p.types).length;
-  rebuild($('counters'), JSON.stringify([num(rate), p.received, p.missed + p.lost, types, p.threads.length, rec]), () => [
-    el('span', {}, el('b', {}, num(rate)), ' events/s'),
+  rebuild($('counters'), JSON.stringify([perSecond, p.received, p.missed + p.lost, types, p.threads.length, rec]), () => [
+    el('span', {}, el('b', {}, perSecond), ' events/s'),
     el('span', {}, el('b', {}, count(p.received)), ' received by the hub'),
     el('span', {}, el('b', {}, count(p.missed + p.lost)), ' lost'),
     el('span', {}, el('b', {}, types), ' event types'),

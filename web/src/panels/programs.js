@@ -2,7 +2,7 @@
 // @ts-check
 import { $, el, rebuild, setClass, setText } from '../dom.js';
 import { S, eventRate, select } from '../state.js';
-import { num } from '../format.js';
+import { rate } from '../format.js';
 import { redraw } from '../frame.js';
 import { busiest, threadName } from './threads.js';
 
@@ -37,7 +37,7 @@ function draw() {
     if (!p) continue;
     const selected = p.pid === S.selected;
     setClass(item, `prog${selected ? ' sel' : ''}${p.alive ? '' : ' gone'}`);
-    setText(item.querySelector('.rate'), p.source === 'replay' ? 'recording' : p.alive ? `${num(eventRate(p))} ev/s` : 'exited');
+    setText(item.querySelector('.rate'), p.source === 'replay' ? 'recording' : p.alive ? `${rate(eventRate(p))} ev/s` : 'exited');
     const threads = /** @type {HTMLElement} */ (item.querySelector('.threads'));
     threads.hidden = !selected || !p.threads.length;
     const gen = selected ? `${S.summaryGen}` : '';
@@ -46,7 +46,7 @@ function draw() {
     // The busiest few threads; a program of a thousand threads lists them in the Threads panel.
     const shown = selected ? busiest(p.threads, NAV_THREADS) : [];
     const more = selected ? p.threads.length - shown.length : 0;
-    const lines = shown.map((t) => `${threadName(t)}: ${num(t.rate)}/s`);
+    const lines = shown.map((t) => `${threadName(t)}: ${rate(t.rate)}/s`);
     rebuild(threads, lines.join('\n') + more,
       () => [...lines.map((l) => el('div', {}, l)),
         ...(more > 0 ? [el('div', { class: 'muted' }, `+ ${more} more threads`)] : [])]);

@@ -2,7 +2,7 @@
 // @ts-check
 import { $, el } from '../dom.js';
 import { S } from '../state.js';
-import { count, num } from '../format.js';
+import { count, rate } from '../format.js';
 
 /** @typedef {import('../protocol').ProcessSummary} ProcessSummary */
 /** @typedef {import('../protocol').ThreadSummary} ThreadSummary */
@@ -43,7 +43,7 @@ function threadTable(p) {
     el('th', {}, 'events'), el('th', {}, 'per second')));
   for (const th of shown) {
     t.append(el('tr', {}, el('td', {}, th.name || `#${th.id}`), el('td', { class: 'num' }, count(th.count)),
-      el('td', { class: 'num' }, num(th.rate))));
+      el('td', { class: 'num' }, rate(th.rate))));
   }
   if (shown.length < p.threads.length) {
     const rates = p.threads.map((x) => x.rate).sort((a, b) => a - b);
@@ -51,7 +51,7 @@ function threadTable(p) {
     const median = rates[Math.floor(rates.length / 2)];
     t.append(el('tr', { class: 'muted' }, el('td', {}, `all ${p.threads.length} threads`),
       el('td', { class: 'num' }, count(p.threads.reduce((a, x) => a + x.count, 0))),
-      el('td', { class: 'num' }, `${num(total)} (per thread ${num(rates[0])} · ${num(median)} · ${num(rates[rates.length - 1])})`)));
+      el('td', { class: 'num' }, `${rate(total)} (per thread ${rate(rates[0])} · ${rate(median)} · ${rate(rates[rates.length - 1])})`)));
   }
   return t;
 }
@@ -61,7 +61,7 @@ function typeTable(p) {
   const t = el('table');
   t.append(el('tr', {}, el('th', {}, 'event type'), el('th', {}, 'events'), el('th', {}, 'per second')));
   for (const [name, ty] of Object.entries(p.types)) {
-    t.append(el('tr', {}, el('td', {}, name), el('td', { class: 'num' }, count(ty.count)), el('td', { class: 'num' }, num(ty.rate))));
+    t.append(el('tr', {}, el('td', {}, name), el('td', { class: 'num' }, count(ty.count)), el('td', { class: 'num' }, rate(ty.rate))));
   }
   return t;
 }
