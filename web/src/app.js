@@ -1,3 +1,5 @@
+// The page's entry: wires the connection, the state, the frame and the panels together.
+//
 // gyr's web UI: one WebSocket to the hub, a snapshot on connect, an update every tick.
 // The hub decimates; this page only draws. Every change goes to the program through the hub,
 // and comes back through the program's state, so every open page shows it.

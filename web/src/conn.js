@@ -1,5 +1,5 @@
-// The connection to the hub: the token prompt, one WebSocket that reconnects, requests and
-// their replies, and the badge saying whether the page keeps up.
+// The connection to the hub: token prompt, reconnecting WebSocket, requests and replies.
+// The badge in the corner says whether the page keeps up.
 // @ts-check
 import { $ } from './dom.js';
 import { S } from './state.js';

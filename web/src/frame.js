@@ -1,5 +1,5 @@
-// Drawing, at most once a frame: each panel is drawn when what it shows changed, and the
-// frame's time is accounted in `S.perf` (`gyr-bench web` reads it).
+// Drawing at most once a frame, each panel only when what it shows changed.
+// The frame's time is accounted in `S.perf` (`gyr-bench web` reads it).
 // @ts-check
 import { $ } from './dom.js';
 import { S } from './state.js';

@@ -1,5 +1,4 @@
-// The model of what the hub said (programs, series, statistics, groups, log, alerts, replay),
-// updates merged into it, and what changed since the page last drew.
+// The model of what the hub said, updates merged into it, and what changed since the last frame.
 // @ts-check
 
 /** @typedef {import('./protocol').ToPage} ToPage */

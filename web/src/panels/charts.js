@@ -1,5 +1,4 @@
-// The Charts panel: strip charts (uPlot) of the selected program's series, with each series'
-// statistics over the last 10 s.
+// The Charts panel: strip charts of the selected program's series, with their statistics.
 // @ts-check
 import { $, el, fillSelect, setText } from '../dom.js';
 import { S, seriesOf } from '../state.js';

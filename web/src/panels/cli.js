@@ -1,5 +1,5 @@
-// The command line: `gyr attach`'s steering commands for the selected program, sent as text
-// and parsed by the hub with the grammar every gyr client shares.
+// The command line: `gyr attach`'s steering commands for the selected program.
+// They are sent as text and parsed by the hub with the grammar every gyr client shares.
 // @ts-check
 import { $ } from '../dom.js';
 import { tidy } from '../format.js';

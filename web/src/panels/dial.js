@@ -1,5 +1,4 @@
-// A gauge's arithmetic: round-numbered scales that fit the dial, and how far a value is from
-// its design point.
+// A gauge's arithmetic: round-numbered scales, and how far a value is from its design point.
 // @ts-check
 import { num } from '../format.js';
 

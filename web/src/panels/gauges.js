@@ -1,5 +1,5 @@
-// The Gauges panel: a dial per chosen series, with the user's design point, its tolerance band
-// and how far the program is from it; kept in the browser by `type/field`.
+// The Gauges panel: a dial per chosen series, with the user's design point and the deviation.
+// Gauges are kept in the browser by `type/field`, with their design points and ranges.
 // @ts-check
 import { $, el, setClass, setText, svg } from '../dom.js';
 import { S, seriesOf } from '../state.js';

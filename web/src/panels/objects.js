@@ -1,5 +1,4 @@
-// The Steering objects panel: each object's attributes (edited in place), its actuators, and
-// the program's functions, run from their buttons.
+// The Steering objects panel: attributes edited in place, actuators and functions run.
 // @ts-check
 import { $, el } from '../dom.js';
 import { editable, tidy, value } from '../format.js';
