@@ -52,8 +52,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/state", get(state))
         .route("/ws", get(ws))
         .route(
-            "/{file}",
-            get(|Path(f): Path<String>| async move { asset::<Page>(&f) }),
+            "/{*path}",
+            get(|Path(f): Path<String>| async move { page_asset(&f) }),
         )
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -193,17 +193,42 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, List
     }
 }
 
+/// A file of the page, by its path under `web/src` (`app.js`, `panels/charts.js`): only plain
+/// relative paths of embedded files are served, never one naming a parent or the root.
+fn page_asset(path: &str) -> Response {
+    let plain = path
+        .split('/')
+        .all(|seg| !seg.is_empty() && seg != "." && seg != ".." && !seg.contains('\\'));
+    if !plain {
+        return (StatusCode::NOT_FOUND, format!("no such file: {path}")).into_response();
+    }
+    asset::<Page>(path)
+}
+
 fn asset<E: RustEmbed>(path: &str) -> Response {
     match E::get(path) {
         Some(f) => (
             [
-                (header::CONTENT_TYPE, f.metadata.mimetype().to_owned()),
+                (
+                    header::CONTENT_TYPE,
+                    content_type(path, f.metadata.mimetype()),
+                ),
                 (header::CACHE_CONTROL, "no-cache".to_owned()),
             ],
             f.data,
         )
             .into_response(),
         None => (StatusCode::NOT_FOUND, format!("no such file: {path}")).into_response(),
+    }
+}
+
+/// The page's modules are loaded by `<script type="module">`, which browsers run only when
+/// served with a JavaScript type: it is said here rather than left to a guess by extension.
+fn content_type(path: &str, guessed: &str) -> String {
+    if path.ends_with(".js") || path.ends_with(".mjs") {
+        "text/javascript; charset=utf-8".to_owned()
+    } else {
+        guessed.to_owned()
     }
 }
 

@@ -185,9 +185,12 @@ fn the_hub_watches_and_steers_a_running_program() {
     });
     assert!(steered, "the steering log names the web client");
     // The page and its assets are served from the binary.
+    // The page's modules, in folders too, come as JavaScript: browsers run no module otherwise.
     for (path, needle) in [
         ("/", "<title>gyr</title>"),
-        ("/app.js", "WebSocket"),
+        ("/app.js", "text/javascript"),
+        ("/conn.js", "WebSocket"),
+        ("/panels/charts.js", "text/javascript"),
         ("/vendor/uPlot.iife.min.js", "uPlot"),
     ] {
         let body = http_get(hub.addr(), path);
@@ -197,7 +200,23 @@ fn the_hub_watches_and_steers_a_running_program() {
             &body[..body.len().min(300)]
         );
     }
-    assert!(http_get(hub.addr(), "/nothing-here").contains("404"));
+    // Only the page's own files: no way out of its folder, and no type declarations.
+    for path in [
+        "/nothing-here",
+        "/panels/nothing.js",
+        "/../Cargo.toml",
+        "/%2e%2e/Cargo.toml",
+        "/panels/%2e%2e/%2e%2e/Cargo.toml",
+        "/panels//charts.js",
+        "/protocol.d.ts",
+    ] {
+        let body = http_get(hub.addr(), path);
+        assert!(
+            body.contains("404"),
+            "{path}: {}",
+            &body[..body.len().min(300)]
+        );
+    }
 }
 
 async fn ws_text(ws: &mut Ws, text: &str) {

@@ -1,0 +1,42 @@
+// The selected program's head: its name, run state, pause/resume/step, and its counters.
+// @ts-check
+import { $, el, rebuild, setClass, setText } from '../dom.js';
+import { S, eventRate } from '../state.js';
+import { count, rate } from '../format.js';
+import { send } from '../conn.js';
+
+/** @typedef {import('../protocol').ProcessSummary} ProcessSummary */
+
+/** @type {import('../frame.js').Panel} */
+export const program = { on: ['summaries', 'hub'], draw };
+
+/** @param {ProcessSummary} p */
+function draw(p) {
+  // The program's own name for itself: its first steering object, else its binary.
+  const name = p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
+  setText($('title'), `${name} · pid ${p.pid}`);
+  const st = $('state');
+  setText(st, p.source === 'replay' ? 'replay' : p.alive ? (p.state || 'running') : 'exited');
+  setClass(st, `badge${p.paused ? ' paused' : ''}${p.alive ? '' : ' gone'}`);
+  st.setAttribute('data-testid', 'state');
+  $('pause').disabled = !p.alive || p.paused;
+  $('resume').disabled = !p.alive || !p.paused;
+  $('step').disabled = !p.alive || !p.paused;
+  const perSecond = rate(eventRate(p));
+  const rec = S.hub && S.hub.recording;
+  const types = Object.keys(p.types).length;
+  rebuild($('counters'), JSON.stringify([perSecond, p.received, p.missed + p.lost, types, p.threads.length, rec]), () => [
+    el('span', {}, el('b', {}, perSecond), ' events/s'),
+    el('span', {}, el('b', {}, count(p.received)), ' received by the hub'),
+    el('span', {}, el('b', {}, count(p.missed + p.lost)), ' lost'),
+    el('span', {}, el('b', {}, types), ' event types'),
+    el('span', {}, el('b', {}, p.threads.length), ' threads'),
+    rec
+      ? el('span', { title: `recording into ${rec.dir}` }, el('b', {}, 'recording'),
+        ` ${count(rec.written)} events${rec.dropped ? `, ${count(rec.dropped)} dropped` : ''}`)
+      : null].filter(Boolean));
+}
+
+$('pause').onclick = () => send({ op: 'control', action: 'pause' });
+$('resume').onclick = () => send({ op: 'control', action: 'resume' });
+$('step').onclick = () => send({ op: 'control', action: 'step', steps: 1 });
