@@ -278,9 +278,19 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
         let r = command(&mut ws, json!({"op": "replay", "id": 3, "action": "pause"})).await;
         assert_eq!(r["ok"], true, "{r}");
         let at = |m: &Value| m["replay"]["position_s"].as_f64();
+        // Updates the hub sent before it paused may still be on their way: only those sent
+        // after the reply count.
+        let paused_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+            * 1e3;
         let mut p0: Option<f64> = None;
         for _ in 0..10 {
             let m = next_json(&mut ws).await;
+            if m["sent_ms"].as_f64().is_some_and(|t| t < paused_ms) {
+                continue;
+            }
             if let Some(p) = at(&m) {
                 assert!(
                     p0.is_none_or(|q| (p - q).abs() < 1e-9),
