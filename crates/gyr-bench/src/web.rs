@@ -10,6 +10,7 @@
 //! Needs Node.js and `npm ci` in `web/` (playwright-core), and Chromium (`CHROMIUM`, or
 //! `/usr/bin/chromium`).
 
+use crate::figures::{percentile, r3};
 use gyr_core::record::push_record;
 use gyr_core::{Field, FieldType, Schema, Value};
 use gyr_proto::v1;
@@ -141,13 +142,6 @@ async fn feed(addr: String, stop: Arc<AtomicBool>) -> anyhow::Result<u64> {
     Ok(sent)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
     let seconds: u64 = if quick { 8 } else { 30 };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/tests/bench.mjs");
@@ -211,10 +205,9 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
         .as_array()
         .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
         .unwrap_or_default();
-    frames.sort_by(f64::total_cmp);
     let secs = page["seconds"].as_f64().unwrap_or(seconds as f64);
-    let p50 = percentile(&frames, 0.5);
-    let p99 = percentile(&frames, 0.99);
+    let p50 = percentile(&mut frames, 0.5);
+    let p99 = percentile(&mut frames, 0.99);
     let bytes_per_s = page["bytes"].as_f64().unwrap_or(0.0) / secs;
     let updates_per_s = page["messages"].as_f64().unwrap_or(0.0) / secs;
     if !json_out {
@@ -230,14 +223,16 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
         "threads": THREADS,
         "series": u64::from(TYPES) * FIELDS as u64,
         "events_per_s": THREADS as f64 / TICK.as_secs_f64(),
-        "seconds": secs,
+        "seconds": r3(secs),
         "frames": frames.len(),
-        "frame_ms_p50": p50,
-        "frame_ms_p99": p99,
-        "frame_ms_max": frames.last().copied().unwrap_or(f64::NAN),
-        "updates_per_s": updates_per_s,
-        "update_bytes_per_s": bytes_per_s,
-        "summary_bytes_per_s": page["summary_bytes"].as_f64().unwrap_or(0.0) / secs,
+        "frame_ms_p50": r3(p50),
+        "frame_ms_p99": r3(p99),
+        "frame_ms_max": r3(frames.last().copied().unwrap_or(f64::NAN)),
+        // The share of one 60 Hz frame (16 ms) the page's slowest updates take.
+        "frame_budget_p99": r3(p99 / 16.0),
+        "updates_per_s": r3(updates_per_s),
+        "update_bytes_per_s": bytes_per_s.round(),
+        "summary_bytes_per_s": (page["summary_bytes"].as_f64().unwrap_or(0.0) / secs).round(),
         "series_shown": page["series"],
         "events_sent": sent,
         "hub_received": received,
