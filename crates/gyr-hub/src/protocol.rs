@@ -8,8 +8,8 @@
 //! [`AccessInfo`], `/api/state` a [`Snapshot`].
 //!
 //! A series is named `PID/TYPE/FIELD`; a point is `[t, value]`, `t` in seconds of the
-//! program's clock (to the microsecond), the value to 7 significant digits (what a chart can
-//! show; statistics are computed on full values). Maps keep the order the hub built them in.
+//! program's clock (to the microsecond), the value exactly as the program gave it; rates go to
+//! 7 significant digits. Maps keep the order the hub built them in.
 //! What does not change is not sent again: a thread's name comes in the snapshot and in the
 //! first update that lists the thread, and the page keeps it.
 //!

@@ -1,6 +1,6 @@
 //! The page view: what a newly connected page gets (a snapshot) and what changed since the
-//! last tick (an update), built from the programs and their analyses. Values go out to 7
-//! significant digits and times to the microsecond; a thread's name goes out once.
+//! last tick (an update), built from the programs and their analyses. Times go out to the
+//! microsecond, rates to 7 significant digits, values exactly; a thread's name goes out once.
 
 use crate::analysis::{BUCKET_S, STATS_WINDOW_S, series_id};
 use crate::program::{Process, Programs};
@@ -89,9 +89,9 @@ fn sensors_view(r: &v1::SensorsReply) -> Vec<SensorView> {
         .collect()
 }
 
-/// A value as pages get it: 7 significant digits (single precision, finer than any chart or
-/// gauge draws), so that its JSON is short; statistics are computed on the full values.
-fn shown(x: f64) -> f64 {
+/// A rate as pages get it: an estimate over about a second, so 7 significant digits say all
+/// it knows, in less JSON.
+fn shown_rate(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
@@ -99,9 +99,11 @@ fn shown(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
-/// A series point as pages get it: the time to the microsecond, the value to 7 digits.
+/// A series point as pages get it: the time to the microsecond (a bucket is 20 ms), the value
+/// exactly as the program gave it (a step count past ten million, or a wall-clock time, needs
+/// every digit).
 fn shown_point((t, v): Point) -> Point {
-    ((t * 1e6).round() / 1e6, shown(v))
+    ((t * 1e6).round() / 1e6, v)
 }
 
 /// The process as the UI shows it (without series).
@@ -135,7 +137,7 @@ fn summary(p: &mut Process, now: Instant, whole: bool) -> ProcessSummary {
                 id: *id,
                 name,
                 count: t.count.count,
-                rate: shown(t.count.rate(now)),
+                rate: shown_rate(t.count.rate(now)),
             }
         })
         .collect();
@@ -261,13 +263,16 @@ mod tests {
     use gyr_core::{Field, FieldType, Schema, Value};
 
     #[test]
-    fn pages_get_values_to_seven_digits_and_times_to_the_microsecond() {
-        assert_eq!(shown(123.456789012), 123.4568);
-        assert_eq!(shown(-0.000123456789), -0.0001234568);
-        assert_eq!(shown(0.0), 0.0);
-        assert!(shown(f64::NAN).is_nan());
-        assert_eq!(shown(f64::INFINITY), f64::INFINITY);
+    fn pages_get_values_exactly_times_to_the_microsecond_and_rates_to_seven_digits() {
         assert_eq!(shown_point((1.23456789, 2.0)), (1.234568, 2.0));
+        for v in [123_456_789.0, 1_764_077_000_123.5, 0.1 + 0.2, -1e-300] {
+            assert_eq!(shown_point((0.0, v)).1, v);
+        }
+        assert_eq!(shown_rate(123.456789012), 123.4568);
+        assert_eq!(shown_rate(-0.000123456789), -0.0001234568);
+        assert_eq!(shown_rate(0.0), 0.0);
+        assert!(shown_rate(f64::NAN).is_nan());
+        assert_eq!(shown_rate(f64::INFINITY), f64::INFINITY);
     }
 
     #[test]
