@@ -6,10 +6,9 @@
 use crate::Failure;
 use anyhow::Context;
 use clap::Args;
-use gyr::gyr_core::record::Records;
 use gyr::gyr_core::value::decode;
 use gyr::gyr_core::{Schema, Value};
-use gyr::{Builder, CallbackSink, StreamItem};
+use gyr::{Batch, Builder, CallbackSink};
 use gyr_example_heat::{Config, Progress};
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -52,46 +51,40 @@ struct Live {
 }
 
 impl Live {
-    fn absorb(&mut self, item: StreamItem<'_>) {
-        match item {
-            StreamItem::Schema(s) => {
-                self.schemas.insert(s.id, s.clone());
-            }
-            StreamItem::Records { thread, bytes } => {
-                for r in Records::new(thread, bytes).flatten() {
-                    self.records += 1;
-                    let Some(s) = self.schemas.get(&r.header.type_id) else {
+    fn absorb(&mut self, batch: &Batch) {
+        for s in batch.schemas() {
+            self.schemas.insert(s.id, s.clone());
+        }
+        for r in batch.records() {
+            self.records += 1;
+            let Some(s) = self.schemas.get(&r.header.type_id) else {
+                continue;
+            };
+            let field = |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
+            match s.name.as_str() {
+                "work_load" | "halo_wait" => {
+                    let Ok(v) = decode(s, r.payload) else {
                         continue;
                     };
-                    let field =
-                        |v: &[Value], i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
-                    match s.name.as_str() {
-                        "work_load" | "halo_wait" => {
-                            let Ok(v) = decode(s, r.payload) else {
-                                continue;
-                            };
-                            let d = field(&v, 0) as usize;
-                            let secs = field(&v, if s.name == "work_load" { 3 } else { 2 });
-                            let slot = if s.name == "work_load" {
-                                &mut self.work
-                            } else {
-                                &mut self.wait
-                            };
-                            if slot.len() <= d {
-                                slot.resize(d + 1, 0.0);
-                            }
-                            slot[d] += secs;
-                        }
-                        "gyr.lost" => {
-                            if let Ok(v) = decode(s, r.payload) {
-                                self.lost += field(&v, 1) as u64;
-                            }
-                        }
-                        _ => {}
+                    let d = field(&v, 0) as usize;
+                    let secs = field(&v, if s.name == "work_load" { 3 } else { 2 });
+                    let slot = if s.name == "work_load" {
+                        &mut self.work
+                    } else {
+                        &mut self.wait
+                    };
+                    if slot.len() <= d {
+                        slot.resize(d + 1, 0.0);
+                    }
+                    slot[d] += secs;
+                }
+                "gyr.lost" => {
+                    if let Ok(v) = decode(s, r.payload) {
+                        self.lost += field(&v, 1) as u64;
                     }
                 }
+                _ => {}
             }
-            _ => {}
         }
     }
 }
@@ -112,7 +105,7 @@ pub(crate) fn run(args: HeatArgs) -> Result<ExitCode, Failure> {
     let live = Arc::new(Mutex::new(Live::default()));
     let l2 = live.clone();
     let sink =
-        CallbackSink::new(move |item| l2.lock().unwrap_or_else(|e| e.into_inner()).absorb(item));
+        CallbackSink::new(move |b: &Batch| l2.lock().unwrap_or_else(|e| e.into_inner()).absorb(b));
     let rt = Builder::new()
         .with_default_env()
         .trace_file(&args.trace)

@@ -52,6 +52,7 @@ mod state;
 pub mod steer;
 mod sync;
 
+pub use batch::Batch;
 pub use clock::now_ns;
 pub use dynamic::{DynamicSensor, LoadSpecError, load_spec};
 pub use exit::DEFAULT_EXIT_DEADLINE;
@@ -63,9 +64,7 @@ pub use runtime::{
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
 pub use sensor::{Sensor, SensorField, SensorInstance, emit};
-pub use sink::{
-    CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink, StreamItem, StreamMessage,
-};
+pub use sink::{CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink};
 
 pub use gyr_core;
 

@@ -265,7 +265,7 @@ impl Monitor {
             self.own.clear();
         }
         if !self.batch.blocks.is_empty() || !self.batch.threads.is_empty() {
-            lock(&self.shared.sinks).deliver(&self.batch, &self.shared.stats);
+            lock(&self.shared.sinks).deliver(&mut self.batch, &self.shared.stats);
             self.shared
                 .stats
                 .bytes

@@ -5,7 +5,7 @@ mod support;
 use gyr::control::{Rate, Target, set_enabled, set_rate};
 use gyr::gyr_core::Value;
 use gyr::gyr_core::record::Records;
-use gyr::{Builder, CallbackSink, MemorySink, Policy, Sensor, SensorInstance, StreamItem};
+use gyr::{Batch, Builder, CallbackSink, MemorySink, Policy, Sensor, SensorInstance};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -86,11 +86,13 @@ fn stress_block_policy_delivers_everything_exactly_once() {
     let (s2, b2) = (seen.clone(), bad.clone());
     let tick_id = Arc::new(Mutex::new(None::<u32>));
     let t2 = tick_id.clone();
-    let sink = CallbackSink::new(move |item| match item {
-        StreamItem::Schema(s) if s.name == "tick" => *t2.lock().unwrap() = Some(s.id),
-        StreamItem::Records { thread, bytes } => {
-            let tick = t2.lock().unwrap().unwrap_or(0);
-            let mut seen = s2.lock().unwrap();
+    let sink = CallbackSink::new(move |batch: &Batch| {
+        if let Some(s) = batch.schemas().iter().find(|s| s.name == "tick") {
+            *t2.lock().unwrap() = Some(s.id);
+        }
+        let tick = t2.lock().unwrap().unwrap_or(0);
+        let mut seen = s2.lock().unwrap();
+        for (thread, bytes) in batch.blocks() {
             for r in Records::new(thread, bytes) {
                 let r = r.unwrap();
                 if r.header.type_id != tick {
@@ -109,7 +111,6 @@ fn stress_block_policy_delivers_everything_exactly_once() {
                 e.2 += 1;
             }
         }
-        _ => {}
     });
     let rt = Builder::new()
         .policy(Policy::Block)
@@ -405,8 +406,8 @@ fn more_monitors_start_when_one_falls_behind() {
 fn a_panicking_sink_is_disabled_and_the_others_go_on() {
     let _g = support::serial();
     let mem = MemorySink::new();
-    let bad = CallbackSink::new(|item| {
-        if let StreamItem::Records { .. } = item {
+    let bad = CallbackSink::new(|batch: &Batch| {
+        if !batch.is_empty() {
             panic!("a bug in a user's sink");
         }
     });

@@ -5,6 +5,7 @@
 //! dropped for that subscriber and counted, and the count travels in its next batch: a slow
 //! client never slows the monitors, so it never slows the program.
 
+use crate::batch::Batch;
 use crate::sink::Sink;
 use gyr_core::record::Records;
 use gyr_core::{Schema, ThreadInfo, TraceEnd};
@@ -134,103 +135,101 @@ impl Sink for FanoutSink {
         "event streams"
     }
 
-    fn schema(&mut self, schema: &Schema) -> io::Result<()> {
+    /// One monitor pass becomes one `EventBatch` per subscriber: the types and threads it has
+    /// not been told of, then the blocks of the threads and types it asked for.
+    fn batch(&mut self, batch: &Batch) -> io::Result<()> {
         let mut st = self.0.lock();
-        st.schemas.push(schema.clone());
-        let w = wire_schema(schema);
-        for sub in &mut st.subscribers {
-            if sub.types.as_ref().is_none_or(|t| t.contains(&schema.name)) {
-                sub.type_ids.insert(schema.id);
-            }
-            sub.pending_schemas.push(w.clone());
-        }
-        Ok(())
-    }
-
-    fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
-        let mut st = self.0.lock();
-        st.threads.push(info.clone());
-        let w = wire_thread(info);
-        for sub in &mut st.subscribers {
-            sub.pending_threads.push(w.clone());
-        }
-        Ok(())
-    }
-
-    /// The program is shutting down: every stream ends (after a last batch with the count of
-    /// events a slow client missed), so that clients see a clean end, not a broken connection.
-    fn close(&mut self, _end: &TraceEnd) -> io::Result<()> {
-        let mut st = self.0.lock();
-        for sub in st.subscribers.drain(..) {
-            if sub.lost > 0 {
-                let _ = sub.tx.try_send(v1::EventBatch {
-                    lost: sub.lost,
-                    ..Default::default()
-                });
+        for schema in batch.schemas() {
+            st.schemas.push(schema.clone());
+            let w = wire_schema(schema);
+            for sub in &mut st.subscribers {
+                if sub.types.as_ref().is_none_or(|t| t.contains(&schema.name)) {
+                    sub.type_ids.insert(schema.id);
+                }
+                sub.pending_schemas.push(w.clone());
             }
         }
-        Ok(())
-    }
-
-    fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
-        let mut st = self.0.lock();
-        if st.subscribers.is_empty() {
+        for info in batch.threads() {
+            st.threads.push(info.clone());
+            let w = wire_thread(info);
+            for sub in &mut st.subscribers {
+                sub.pending_threads.push(w.clone());
+            }
+        }
+        if st.subscribers.is_empty() || batch.is_empty() {
             return Ok(());
         }
-        // One copy of the block, shared by every subscriber that takes all types.
-        let mut whole: Option<(gyr_proto::Bytes, u64)> = None;
-        let mut all: Option<u64> = None;
+        // One copy of each block, shared by every subscriber that takes all types.
+        let mut whole: Option<Vec<(v1::RecordBlock, u64)>> = None;
+        let mut whole = || {
+            whole
+                .get_or_insert_with(|| {
+                    batch
+                        .blocks()
+                        .map(|(thread, records)| {
+                            let block = v1::RecordBlock {
+                                thread,
+                                records: gyr_proto::Bytes::copy_from_slice(records),
+                            };
+                            (block, Records::new(thread, records).count() as u64)
+                        })
+                        .collect()
+                })
+                .clone()
+        };
         st.subscribers.retain_mut(|sub| {
-            if sub.threads.as_ref().is_some_and(|t| !t.contains(&thread)) {
-                return true;
-            }
-            if sub.publisher && sub.tx.is_closed() {
-                // The hub is away: count what it misses, for when it is back.
-                sub.lost +=
-                    *all.get_or_insert_with(|| Records::new(thread, records).count() as u64);
-                return true;
-            }
-            let (bytes, n) = if sub.types.is_none() {
-                whole
-                    .get_or_insert_with(|| {
-                        (
-                            gyr_proto::Bytes::copy_from_slice(records),
-                            Records::new(thread, records).count() as u64,
-                        )
-                    })
-                    .clone()
+            let wanted = |thread: u64| sub.threads.as_ref().is_none_or(|t| t.contains(&thread));
+            let (blocks, n) = if sub.types.is_none() {
+                let blocks: Vec<_> = whole()
+                    .into_iter()
+                    .filter(|(b, _)| wanted(b.thread))
+                    .collect();
+                let n = blocks.iter().map(|(_, n)| n).sum();
+                (blocks.into_iter().map(|(b, _)| b).collect(), n)
             } else {
-                let mut out = Vec::new();
                 let mut n = 0;
-                for r in Records::new(thread, records).flatten() {
-                    if sub.type_ids.contains(&r.header.type_id) {
-                        gyr_core::record::push_record(
-                            &mut out,
-                            r.header.type_id,
-                            r.header.timestamp,
-                            r.header.seq,
-                            r.header.perturbation,
-                            r.payload,
-                        );
-                        n += 1;
-                    }
-                }
-                (out.into(), n)
+                let blocks = batch
+                    .blocks()
+                    .filter(|(thread, _)| wanted(*thread))
+                    .filter_map(|(thread, records)| {
+                        let mut out = Vec::new();
+                        for r in Records::new(thread, records).flatten() {
+                            if sub.type_ids.contains(&r.header.type_id) {
+                                gyr_core::record::push_record(
+                                    &mut out,
+                                    r.header.type_id,
+                                    r.header.timestamp,
+                                    r.header.seq,
+                                    r.header.perturbation,
+                                    r.payload,
+                                );
+                                n += 1;
+                            }
+                        }
+                        (!out.is_empty()).then(|| v1::RecordBlock {
+                            thread,
+                            records: out.into(),
+                        })
+                    })
+                    .collect::<Vec<_>>();
+                (blocks, n)
             };
             if n == 0 {
                 return true;
             }
-            let batch = v1::EventBatch {
+            if sub.publisher && sub.tx.is_closed() {
+                // The hub is away: count what it misses, for when it is back.
+                sub.lost += n;
+                return true;
+            }
+            let out = v1::EventBatch {
                 schemas: std::mem::take(&mut sub.pending_schemas),
                 threads: std::mem::take(&mut sub.pending_threads),
-                blocks: vec![v1::RecordBlock {
-                    thread,
-                    records: bytes,
-                }],
+                blocks,
                 lost: std::mem::take(&mut sub.lost),
                 pid: 0,
             };
-            match sub.tx.try_send(batch) {
+            match sub.tx.try_send(out) {
                 Ok(()) => true,
                 Err(Refused::Full(b)) => {
                     // Keep what describes the stream; count the records.
@@ -246,6 +245,21 @@ impl Sink for FanoutSink {
                 Err(Refused::Closed(_)) => false,
             }
         });
+        Ok(())
+    }
+
+    /// The program is shutting down: every stream ends (after a last batch with the count of
+    /// events a slow client missed), so that clients see a clean end, not a broken connection.
+    fn close(&mut self, _end: &TraceEnd) -> io::Result<()> {
+        let mut st = self.0.lock();
+        for sub in st.subscribers.drain(..) {
+            if sub.lost > 0 {
+                let _ = sub.tx.try_send(v1::EventBatch {
+                    lost: sub.lost,
+                    ..Default::default()
+                });
+            }
+        }
         Ok(())
     }
 }

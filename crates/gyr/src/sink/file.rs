@@ -1,8 +1,9 @@
 //! [`FileSink`]: the local monitors' batches into the crash-safe trace file.
 
 use super::Sink;
+use crate::batch::Batch;
 use gyr_core::record::Records;
-use gyr_core::{Schema, ThreadInfo, TraceEnd, TraceHeader, TraceWriter};
+use gyr_core::{TraceEnd, TraceHeader, TraceWriter};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -29,43 +30,37 @@ impl FileSink {
     }
 
     fn writer(&mut self) -> io::Result<&mut TraceWriter<File>> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the trace file is already closed"))
+        self.writer.as_mut().ok_or_else(closed)
     }
+}
 
-    /// Runs `f` on the writer; `records` more records are unsaved until a chunk is written.
-    fn write(
-        &mut self,
-        records: u64,
-        f: impl FnOnce(&mut TraceWriter<File>) -> io::Result<()>,
-    ) -> io::Result<()> {
-        let w = self.writer()?;
-        let before = w.bytes_written();
-        f(w)?;
-        // A chunk written out holds everything given so far.
-        if w.bytes_written() != before {
-            self.unsaved = 0;
-        } else {
-            self.unsaved += records;
-        }
-        Ok(())
-    }
+fn closed() -> io::Error {
+    io::Error::other("the trace file is already closed")
 }
 
 impl Sink for FileSink {
     fn name(&self) -> &str {
         &self.path
     }
-    fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        self.write(0, |w| w.schema(schema))
-    }
-    fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
-        self.write(0, |w| w.thread(info))
-    }
-    fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
-        let n = Records::new(thread, records).count() as u64;
-        self.write(n, |w| w.records(thread, records))
+    fn batch(&mut self, batch: &Batch) -> io::Result<()> {
+        let w = self.writer.as_mut().ok_or_else(closed)?;
+        for s in batch.schemas() {
+            w.schema(s)?;
+        }
+        for t in batch.threads() {
+            w.thread(t)?;
+        }
+        for (thread, records) in batch.blocks() {
+            let before = w.bytes_written();
+            w.records(thread, records)?;
+            // A chunk written out holds every record given so far; the rest wait in the next.
+            if w.bytes_written() != before {
+                self.unsaved = 0;
+            } else {
+                self.unsaved += Records::new(thread, records).count() as u64;
+            }
+        }
+        Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         self.writer()?.flush()?;

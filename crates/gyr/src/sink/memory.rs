@@ -1,8 +1,9 @@
 //! [`MemorySink`]: every record kept in memory, for tests and in-process analysis.
 
 use super::Sink;
+use crate::batch::Batch;
 use crate::sync::lock;
-use gyr_core::record::{RecordRef, Records};
+use gyr_core::record::RecordRef;
 use gyr_core::value::decode;
 use gyr_core::{Schema, ThreadInfo, TraceEnd, Value};
 use std::collections::HashMap;
@@ -112,21 +113,15 @@ impl Sink for MemorySink {
     fn name(&self) -> &str {
         "memory"
     }
-    fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        self.inner().schemas.insert(schema.id, schema.clone());
-        Ok(())
-    }
-    fn thread(&mut self, info: &ThreadInfo) -> io::Result<()> {
-        self.inner().threads.insert(info.id, info.clone());
-        Ok(())
-    }
-    fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
+    fn batch(&mut self, batch: &Batch) -> io::Result<()> {
         let mut inner = self.inner();
-        inner.records.extend(
-            Records::new(thread, records)
-                .filter_map(Result::ok)
-                .map(OwnedRecord::from),
-        );
+        for s in batch.schemas() {
+            inner.schemas.insert(s.id, s.clone());
+        }
+        for t in batch.threads() {
+            inner.threads.insert(t.id, t.clone());
+        }
+        inner.records.extend(batch.records().map(OwnedRecord::from));
         Ok(())
     }
     fn close(&mut self, end: &TraceEnd) -> io::Result<()> {

@@ -1,19 +1,18 @@
 //! Sinks: where local monitors put what they drain; one file per sink gyr provides.
 //!
 //! A sink implements [`Sink`], whose hooks all default to doing nothing, so a sink overrides only
-//! what it needs (as a `tracing` `Layer` does). The monitors guarantee the order: a schema
-//! before the first record of its type, a thread's description before its first records.
+//! what it needs (as a `tracing` `Layer` does). It gets one [`Batch`] per monitor pass, which
+//! describes every event type and thread before the first record of theirs.
 //!
 //! gyr provides:
 //! - [`FileSink`]: the crash-safe trace file ([`gyr_core::trace`]);
 //! - [`MemorySink`]: everything in memory, for tests and in-process analysis;
 //! - [`ChannelSink`]: a bounded channel to another thread, which never blocks the monitor and
 //!   counts what it drops (for network clients and steering);
-//! - [`CallbackSink`]: a closure called with each item.
+//! - [`CallbackSink`]: a closure called with each batch.
 
 use crate::batch::{Batch, Stats};
-use gyr_core::record::Records;
-use gyr_core::{Schema, ThreadInfo, TraceEnd};
+use gyr_core::TraceEnd;
 use std::io;
 use std::sync::atomic::Ordering;
 
@@ -22,8 +21,8 @@ mod channel;
 mod file;
 mod memory;
 
-pub use callback::{CallbackSink, StreamItem};
-pub use channel::{ChannelSink, StreamMessage};
+pub use callback::CallbackSink;
+pub use channel::ChannelSink;
 pub use file::FileSink;
 pub use memory::{MemorySink, OwnedRecord};
 
@@ -36,16 +35,8 @@ pub trait Sink: Send + 'static {
     fn name(&self) -> &str {
         "sink"
     }
-    /// A new event type; comes before any record of it.
-    fn schema(&mut self, _schema: &Schema) -> io::Result<()> {
-        Ok(())
-    }
-    /// A thread's description; comes before any record of it.
-    fn thread(&mut self, _info: &ThreadInfo) -> io::Result<()> {
-        Ok(())
-    }
-    /// Records of `thread`, laid out as [`gyr_core::record`] describes, timestamps in ns.
-    fn records(&mut self, _thread: u64, _records: &[u8]) -> io::Result<()> {
+    /// One monitor pass: new event types and threads, then records in per-thread blocks.
+    fn batch(&mut self, _batch: &Batch) -> io::Result<()> {
         Ok(())
     }
     /// Make everything received so far durable (called periodically and on flush).
@@ -56,7 +47,7 @@ pub trait Sink: Send + 'static {
     fn close(&mut self, _end: &TraceEnd) -> io::Result<()> {
         Ok(())
     }
-    /// Records taken (their `records` call returned Ok) but not yet stored: what is lost if
+    /// Records taken (their `batch` call returned Ok) but not yet stored: what is lost if
     /// this sink fails now. A sink that stores at once has none.
     fn unsaved(&self) -> u64 {
         0
@@ -129,27 +120,19 @@ impl SinkSet {
         failed
     }
 
-    pub(crate) fn deliver(&mut self, batch: &Batch, stats: &Stats) {
+    /// Hands one pass's batch to every working sink, with the event types registered since
+    /// the last one. A batch a sink did not take (disabled, or failing on it) is lost for that
+    /// sink: counted once, however many sinks missed it.
+    pub(crate) fn deliver(&mut self, batch: &mut Batch, stats: &Stats) {
         let known = crate::registry::schema_count();
         if known > self.schemas_sent {
             let new = crate::registry::schemas_from(self.schemas_sent);
             self.schemas_sent += new.len();
-            for s in &new {
-                self.each(stats, |sink| sink.schema(s));
-            }
+            batch.schemas.extend(new);
         }
-        for t in &batch.threads {
-            self.each(stats, |sink| sink.thread(t));
-        }
-        for (thread, range) in &batch.blocks {
-            let bytes = &batch.bytes[range.clone()];
-            let disabled = self.slots.iter().any(|s| s.failed);
-            // A block a sink did not take (disabled, or failing on it) is lost for that sink:
-            // counted once, however many sinks missed it.
-            if self.each(stats, |sink| sink.records(*thread, bytes)) || disabled {
-                let n = Records::new(*thread, bytes).count() as u64;
-                stats.sink_lost.fetch_add(n, Ordering::Relaxed);
-            }
+        let disabled = self.slots.iter().any(|s| s.failed);
+        if self.each(stats, |sink| sink.batch(batch)) || disabled {
+            stats.sink_lost.fetch_add(batch.records, Ordering::Relaxed);
         }
         stats.records.fetch_add(batch.records, Ordering::Relaxed);
     }
