@@ -181,10 +181,11 @@ impl Shared {
             if p.started_unix_ns != started || p.source != source {
                 return None;
             }
+            let known = p.schemas.len();
             let n = p.ingest_batch(&batch);
             self.outputs.forward(p, &batch);
             if let Some(s) = &self.store {
-                s.batch(p, Arc::new(batch));
+                s.batch(p, p.schemas[known..].to_vec(), Arc::new(batch));
             }
             Some(n)
         })?

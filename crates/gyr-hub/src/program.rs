@@ -76,6 +76,9 @@ pub(crate) struct Process {
     /// The stream's schemas and threads as they arrived: what a new subscriber of the hub or
     /// a trace file needs before the records.
     pub(crate) wire_schemas: Vec<v1::Schema>,
+    /// The same schemas as the hub read them (once): what a trace file written by the hub
+    /// takes.
+    pub(crate) schemas: Vec<Schema>,
     pub(crate) wire_threads: Vec<v1::ThreadInfo>,
     /// Steering-log entries, as the gRPC API gives them, and as the pages get them.
     pub(crate) log_entries: VecDeque<v1::LogEntry>,
@@ -113,6 +116,7 @@ impl Process {
             types: HashMap::new(),
             threads: BTreeMap::new(),
             wire_schemas: Vec::new(),
+            schemas: Vec::new(),
             wire_threads: Vec::new(),
             log_entries: VecDeque::new(),
             log: VecDeque::new(),
@@ -134,6 +138,7 @@ impl Process {
         }
         self.wire_schemas
             .push(gyr_proto::stream::wire_schema(&schema));
+        self.schemas.push(schema.clone());
         self.types.insert(schema.id, TypeState::new(schema));
     }
 

@@ -12,7 +12,7 @@
 
 use crate::program::Process;
 use gyr_core::record::Records;
-use gyr_core::{TraceEnd, TraceHeader, TraceWriter};
+use gyr_core::{Schema, TraceEnd, TraceHeader, TraceWriter};
 use gyr_proto::v1;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -38,9 +38,10 @@ const FILE_BUFFER: usize = 1 << 20;
 /// A program: its pid and start time.
 type Key = (u32, u64);
 
-/// A program's schemas and threads, as its stream gave them so far.
+/// A program's schemas and threads, as its stream gave them so far (the schemas as the hub
+/// read them once on the way in).
 struct Description {
-    schemas: Vec<v1::Schema>,
+    schemas: Vec<Schema>,
     threads: Vec<v1::ThreadInfo>,
 }
 
@@ -50,6 +51,8 @@ enum Msg {
         header: Arc<TraceHeader>,
         /// The whole description, when the writer may lack some of it.
         description: Option<Description>,
+        /// The event types this batch described for the first time, as the hub read them.
+        schemas: Vec<Schema>,
         batch: Arc<v1::EventBatch>,
         /// Events of this program missing from the file before this batch.
         lost: u64,
@@ -145,9 +148,9 @@ impl Store {
         self.programs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a batch just taken in from `p` (after `p` learnt its schemas and threads);
-    /// never waits.
-    pub(crate) fn batch(&self, p: &Process, batch: Arc<v1::EventBatch>) {
+    /// Queues a batch just taken in from `p` (after `p` learnt its schemas and threads),
+    /// with the schemas it described for the first time; never waits.
+    pub(crate) fn batch(&self, p: &Process, schemas: Vec<Schema>, batch: Arc<v1::EventBatch>) {
         let Some(tx) = &self.tx else { return };
         let key = (p.pid, p.started_unix_ns);
         let mut programs = self.programs();
@@ -165,6 +168,7 @@ impl Store {
                 key,
                 header: prog.header.clone(),
                 description: (!prog.described).then(|| description(p)),
+                schemas,
                 batch: batch.clone(),
                 lost: prog.lost,
                 ranges: std::mem::take(&mut prog.ranges),
@@ -266,7 +270,7 @@ fn header(p: &Process) -> TraceHeader {
 
 fn description(p: &Process) -> Description {
     Description {
-        schemas: p.wire_schemas.clone(),
+        schemas: p.schemas.clone(),
         threads: p.wire_threads.clone(),
     }
 }
@@ -439,6 +443,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 key,
                 header,
                 description,
+                schemas,
                 batch,
                 lost,
                 ranges,
@@ -462,7 +467,7 @@ fn writer(dir: &Path, rx: Receiver<Msg>, counts: &Counts) {
                 o.lost += lost + batch.lost;
                 let r = describe(o, description.as_ref())
                     .and_then(|()| write_lost(o, &ranges))
-                    .and_then(|()| write_batch(o, &batch, &counts.written));
+                    .and_then(|()| write_batch(o, &schemas, &batch, &counts.written));
                 if let Err(e) = r {
                     eprintln!(
                         "gyr hub: cannot write {}: {e}; recording of program {} stops",
@@ -488,18 +493,15 @@ fn describe(o: &mut Open, d: Option<&Description>) -> std::io::Result<()> {
 
 fn write_description(
     o: &mut Open,
-    schemas: &[v1::Schema],
+    schemas: &[Schema],
     threads: &[v1::ThreadInfo],
 ) -> std::io::Result<()> {
     for s in schemas {
-        if !o.schemas.contains(&s.id)
-            && let Some(s) = gyr_proto::stream::schema(s)
-        {
-            o.schemas.insert(s.id);
-            if s == gyr_core::lost_schema(s.id) {
+        if o.schemas.insert(s.id) {
+            if *s == gyr_core::lost_schema(s.id) {
                 o.lost_type = Some(s.id);
             }
-            o.writer.schema(&s)?;
+            o.writer.schema(s)?;
         }
     }
     for t in threads {
@@ -510,8 +512,13 @@ fn write_description(
     Ok(())
 }
 
-fn write_batch(o: &mut Open, b: &v1::EventBatch, written: &AtomicU64) -> std::io::Result<()> {
-    write_description(o, &b.schemas, &b.threads)?;
+fn write_batch(
+    o: &mut Open,
+    schemas: &[Schema],
+    b: &v1::EventBatch,
+    written: &AtomicU64,
+) -> std::io::Result<()> {
+    write_description(o, schemas, &b.threads)?;
     for block in &b.blocks {
         let Some(sc) = scan(&block.records) else {
             continue;
