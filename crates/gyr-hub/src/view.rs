@@ -185,15 +185,13 @@ pub(crate) fn update(programs: &Programs, now: Instant, full: bool) -> Update {
                 continue;
             }
             s.moved = false;
+            let id = series_id(pid, ty, f);
             let fresh = s.take_fresh();
             if !fresh.is_empty() {
-                points.insert(
-                    series_id(pid, ty, f),
-                    fresh.into_iter().map(shown_point).collect(),
-                );
+                points.insert(id.clone(), fresh.into_iter().map(shown_point).collect());
             }
             if let Some(l) = s.live() {
-                live.insert(series_id(pid, ty, f), shown_point(l));
+                live.insert(id, shown_point(l));
             }
         }
         if full {
@@ -229,12 +227,13 @@ pub(crate) fn snapshot(programs: &Programs, now: Instant) -> Snapshot {
         for (ty, f, s) in p.series_mut() {
             // Fresh points are in this history and will come in the next update too (other
             // pages need them): the page takes a point once, by its time.
+            let id = series_id(pid, ty, f);
             points.insert(
-                series_id(pid, ty, f),
+                id.clone(),
                 s.points.iter().copied().map(shown_point).collect(),
             );
             if let Some(l) = s.live() {
-                live.insert(series_id(pid, ty, f), shown_point(l));
+                live.insert(id, shown_point(l));
             }
         }
         p.analyses(true, &mut stats, &mut groups);

@@ -432,6 +432,13 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         )
         .await;
         assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
+        // The command line is steering too.
+        let r = command(
+            &mut ws,
+            json!({"op": "line", "id": 2, "pid": 1, "line": "set x 1"}),
+        )
+        .await;
+        assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
 
         let grpc = hub.grpc_addr().unwrap().to_string();
         let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await.unwrap());
