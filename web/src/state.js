@@ -74,9 +74,15 @@ export function merge(m) {
     S.stats = m.stats || {};
     for (const t of /** @type {Topic[]} */ (['points', 'stats', 'log'])) changed.add(t);
   } else {
-    if (m.log.length || m.alerts.length) changed.add('log');
-    S.log.push(...m.log); S.alerts.push(...m.alerts);
+    // A line is taken once: a snapshot and the next update may both hold it (a program's log
+    // lines are numbered; an alert is known by its program, time and fields).
+    const log = m.log.filter((e) => !S.log.some((o) => o.pid === e.pid && o.seq === e.seq));
+    const alerts = m.alerts.filter((a) => !S.alerts.some((o) => o.pid === a.pid && o.t === a.t
+      && JSON.stringify(o.fields) === JSON.stringify(a.fields)));
+    if (log.length || alerts.length) changed.add('log');
+    S.log.push(...log); S.alerts.push(...alerts);
     if (S.log.length > MAX_LOG) S.log.splice(0, S.log.length - MAX_LOG);
+    if (S.alerts.length > MAX_LOG) S.alerts.splice(0, S.alerts.length - MAX_LOG);
     // Statistics come for the series that moved; groups, programs and the hub's state with
     // every few updates (they change slower than the eye follows).
     if (m.stats) { Object.assign(S.stats, m.stats); changed.add('stats'); }

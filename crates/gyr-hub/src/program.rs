@@ -214,7 +214,7 @@ impl Process {
             if self.alerts.len() > LOG_ENTRIES {
                 self.alerts.pop_front();
             }
-            self.fresh_alerts.push(a);
+            push_fresh(&mut self.fresh_alerts, a);
         }
         // A live program's log comes from its server; a recording's from its events.
         if ts.steer && self.source == Source::Replay {
@@ -259,7 +259,7 @@ impl Process {
         if self.log.len() > LOG_ENTRIES {
             self.log.pop_front();
         }
-        self.fresh_log.push(j);
+        push_fresh(&mut self.fresh_log, j);
         self.log_entries.push_back(v1::LogEntry {
             pid: self.pid,
             ..e.clone()
@@ -305,6 +305,15 @@ impl Process {
         }
     }
 }
+/// Adds a line for the next update. With no page open nobody takes them: past
+/// [`LOG_ENTRIES`] the oldest go (the kept log has them, and a new page gets that).
+fn push_fresh<T>(fresh: &mut Vec<T>, line: T) {
+    if fresh.len() >= LOG_ENTRIES {
+        fresh.remove(0);
+    }
+    fresh.push(line);
+}
+
 /// Every watched program, by pid. The map has its own lock, held only to find, add or list
 /// programs; each program has its own, held while one of its batches is taken in or it is
 /// read. Lock order: the map, then a program; never a program, then the map.
@@ -519,5 +528,19 @@ pub(crate) mod tests {
         let taken = rx.recv_timeout(std::time::Duration::from_secs(30));
         assert_eq!(taken, Ok(Some(1)), "program 2 waited for program 1's lock");
         assert_eq!(programs.all().len(), 2);
+    }
+
+    #[test]
+    fn lines_no_page_takes_are_bounded() {
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        for seq in 0..(LOG_ENTRIES as u64 + 10) {
+            p.log_entry(&v1::LogEntry {
+                seq,
+                ..Default::default()
+            });
+        }
+        assert_eq!(p.fresh_log.len(), LOG_ENTRIES);
+        assert_eq!(p.fresh_log[0].seq, 10, "the oldest went");
+        assert_eq!(p.log.len(), LOG_ENTRIES);
     }
 }
