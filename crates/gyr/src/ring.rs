@@ -55,8 +55,11 @@ pub(crate) struct Ring {
 pub(crate) struct Producer {
     tail: usize,
     /// The tail position past which the producer must look at `head` again: where the ring
-    /// is full by its last look, or where it passes half full and the consumer should be woken.
+    /// is full by its last look, where it passes half full and the consumer should be woken,
+    /// or the end of the buffer, whichever comes first.
     limit: usize,
+    /// [`Ring::max_record`], kept beside the tail.
+    max_record: usize,
     /// Set when the ring passed half full and the consumer should be woken early.
     pub(crate) wake_consumer: bool,
 }
@@ -109,6 +112,7 @@ impl Ring {
         Producer {
             tail: 0,
             limit: self.capacity() / 2,
+            max_record: self.max_record(),
             wake_consumer: false,
         }
     }
@@ -122,33 +126,54 @@ impl Ring {
     }
 
     /// Reserves room for a record of `len` bytes (header and payload).
-    #[inline]
+    ///
+    /// The fast path is one comparison: `limit` is kept where the producer must look again (the
+    /// ring full by its last look, half full, or the end of the buffer, where a record may have
+    /// to wrap), so that a record below it needs no other check.
+    #[inline(always)]
     pub(crate) fn try_reserve(&self, p: &mut Producer, len: usize) -> Reserve {
         let need = stride(len);
-        let cap = self.capacity();
-        if need > self.max_record() {
+        if need > p.max_record {
             return Reserve::TooBig;
         }
+        if p.tail + need <= p.limit {
+            return Reserve::Ok(Reservation {
+                pos: p.tail & self.mask,
+                advance: need,
+            });
+        }
+        self.reserve_slow(p, need)
+    }
+
+    /// Looks at `head` again, wraps at the end of the buffer, asks for an early drain when the
+    /// ring passes half full, and sets the next `limit`.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&self, p: &mut Producer, need: usize) -> Reserve {
+        let cap = self.capacity();
         let pos = p.tail & self.mask;
         let to_end = cap - pos;
         let advance = if need <= to_end { need } else { to_end + need };
-        if p.tail + advance > p.limit {
-            let head = self.head.0.load(Ordering::Acquire);
-            let used = p.tail - head;
-            if used + advance > cap {
-                p.limit = head + cap;
-                return Reserve::Full;
-            }
-            if used + advance > cap / 2 {
-                // Half full: ask for an early drain (once), and look again only when full.
-                if !self.wake_requested.swap(true, Ordering::Relaxed) {
-                    p.wake_consumer = true;
-                }
-                p.limit = head + cap;
-            } else {
-                p.limit = head + cap / 2;
-            }
+        let head = self.head.0.load(Ordering::Acquire);
+        let used = p.tail - head;
+        if used + advance > cap {
+            // Full: look again on the next try.
+            p.limit = p.tail;
+            return Reserve::Full;
         }
+        let look_again = if used + advance > cap / 2 {
+            // Half full: ask for an early drain (once), and look again only when full.
+            if !self.wake_requested.swap(true, Ordering::Relaxed) {
+                p.wake_consumer = true;
+            }
+            head + cap
+        } else {
+            head + cap / 2
+        };
+        // Where this record starts, as a count, and where the buffer ends after it.
+        let start = p.tail + (advance - need);
+        let buffer_end = (start | self.mask) + 1;
+        p.limit = look_again.min(buffer_end);
         if advance != need {
             // SAFETY: `pos..pos + 4` lies in the producer's region (checked above: the whole
             // `advance` is free), and 4 <= to_end because positions are multiples of 8.
@@ -162,7 +187,7 @@ impl Ring {
     }
 
     /// Writes the reserved record with `f`, which gets exactly `stride(len)` bytes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn write<R>(&self, r: Reservation, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
         // SAFETY: `try_reserve` checked that `r.pos .. r.pos + stride(len)` is free and in
         // bounds; only this producer writes there until `commit` publishes it.
@@ -170,7 +195,7 @@ impl Ring {
     }
 
     /// Publishes the record written at `r`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn commit(&self, p: &mut Producer, r: Reservation) {
         p.tail += r.advance;
         self.tail.0.store(p.tail, Ordering::Release);

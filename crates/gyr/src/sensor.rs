@@ -207,11 +207,13 @@ impl<T: SensorField + ?Sized> SensorField for &T {
 /// ```
 #[macro_export]
 macro_rules! emit {
-    ($($ty:ident)::+ { $($fields:tt)* }) => {
-        if !<$($ty)::+ as $crate::Sensor>::sensor_type().is_off() {
-            $crate::emit(&$($ty)::+ { $($fields)* })
+    ($($ty:ident)::+ { $($fields:tt)* }) => {{
+        let ty = <$($ty)::+ as $crate::Sensor>::sensor_type();
+        let state = ty.__state();
+        if state != $crate::__private::STATE_OFF {
+            $crate::__private::emit_in_state(ty, state, &$($ty)::+ { $($fields)* })
         }
-    };
+    }};
 }
 
 /// Records `event`, if its sensor is on. Same as `event.emit()`.
@@ -222,9 +224,15 @@ macro_rules! emit {
 pub fn emit<E: Sensor>(event: &E) {
     let ty = E::sensor_type();
     let state = ty.state.load(Ordering::Relaxed);
-    if state == STATE_OFF {
-        return;
+    if state != STATE_OFF {
+        emit_in_state(ty, state, event)
     }
+}
+
+/// [`emit`] once the switch's `state` is loaded (and not off): what [`emit!`] expands to.
+#[doc(hidden)]
+#[inline(always)]
+pub fn emit_in_state<E: Sensor>(ty: &'static SensorType, state: u32, event: &E) {
     if state == STATE_ON {
         let id = ty.id.load(Ordering::Relaxed);
         producer::record(id, event.encoded_len(), |out| event.encode(out));
