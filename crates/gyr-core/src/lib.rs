@@ -3,8 +3,9 @@
 //! This crate provides:
 //! - [`schema`]: [`Schema`], [`Field`] and [`FieldType`], the self-describing event types;
 //! - [`value`]: [`Value`], a decoded field, and the payload encoding;
-//! - [`record`]: the record layout shared by per-thread rings and trace files;
-//! - [`trace`]: the chunked, crash-safe trace file: [`TraceWriter`] and [`TraceReader`];
+//! - [`record`]: the fixed record layout of per-thread rings, batches and the wire;
+//! - [`trace`]: the chunked, crash-safe trace file, which stores records compactly:
+//!   [`TraceWriter`] and [`TraceReader`];
 //! - [`spec`]: the TOML sensor specification format.
 #![warn(
     missing_docs,
@@ -14,6 +15,7 @@
 )]
 
 mod chunk_scan;
+mod compact;
 pub mod record;
 pub mod schema;
 pub mod spec;

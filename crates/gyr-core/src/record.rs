@@ -1,4 +1,9 @@
-//! The record layout shared by per-thread rings and trace files.
+//! The record layout of per-thread rings, monitors' batches, the wire and trace files of
+//! format 1.
+//!
+//! Every record has the same fixed header, so a sensor writes it with plain stores and readers
+//! find each field at a known offset. Trace files of format 2 store the same records compactly
+//! (see [`crate::trace`]); their reader gives them back as [`RecordRef`]s of this layout.
 //!
 //! # Record layout
 //!

@@ -192,9 +192,9 @@ impl fmt::Display for FieldType {
     }
 }
 
-/// A field type as trace format version 1 encodes it (postcard: the variant's number, then
-/// an array's element type and length): kept apart so that [`FieldType`]'s shape can change
-/// without changing the format.
+/// A field type as trace format version 1 encodes it, and version 2 alike (postcard: the
+/// variant's number, then an array's element type and length): kept apart so that
+/// [`FieldType`]'s shape can change without changing the format.
 #[derive(Serialize, Deserialize)]
 #[serde(rename = "FieldType")]
 enum FieldTypeV1 {

@@ -8,12 +8,15 @@
 //! misread. Schemas travel in the stream, before the first record of their type, so a reader
 //! needs nothing but the file. Merging the files of several processes happens when reading.
 //!
+//! This crate writes format 2, whose records take a few bytes beyond their payload, and reads
+//! formats 1 and 2: the two differ only in how a records block encodes its records.
+//!
 //! # Preamble (16 bytes)
 //!
 //! | offset | size | content |
 //! |---|---|---|
 //! | 0 | 8 | magic `GYRTRACE` |
-//! | 8 | 4 | format version, `u32` LE ([`FORMAT_VERSION`]) |
+//! | 8 | 4 | format version, `u32` LE: [`FORMAT_VERSION`] (2) when this crate writes it; readers take every version from [`FIRST_FORMAT_VERSION`] (1) |
 //! | 12 | 4 | zero |
 //!
 //! # Chunk
@@ -36,13 +39,46 @@
 //! | 8 | len | body, then zeros to a multiple of 8 |
 //!
 //! Bodies of kinds 1, 2, 3 and 5 are [`postcard`] encodings of [`TraceHeader`], [`Schema`],
-//! [`ThreadInfo`] and [`TraceEnd`]. A records body is the thread id (`u64` LE) followed by
-//! that thread's records, laid out as [`crate::record`] describes, timestamps in ns.
+//! [`ThreadInfo`] and [`TraceEnd`]; the two versions encode them alike. A records body is the
+//! thread id (`u64` LE) followed by that thread's records, timestamps in ns:
+//!
+//! - format 1: laid out as [`crate::record`] describes (a 32-byte header, each record padded
+//!   to 8 bytes), so a 64-byte event takes 96 bytes;
+//! - format 2: encoded compactly, as the next section describes.
 //!
 //! Chunk 0 holds exactly one header block. Every later chunk starts with the schema and thread
 //! blocks written so far, so each chunk decodes on its own: a damaged chunk costs only its own
 //! records, and a reader can start at any chunk. A file closed cleanly ends with an end block;
 //! its absence means the writer did not finish (it was killed, or is still running).
+//!
+//! # Records, format 2
+//!
+//! Rings and the wire keep the fixed layout, which a sensor writes with plain stores; the file
+//! stores each record's header as the few bytes that differ from the record before it in its
+//! block. The first record of a block follows an imagined record with timestamp 0, sequence
+//! number 0 and perturbation 0, so each block decodes on its own. Numbers are unsigned LEB128
+//! varints (seven bits a byte, least significant first, the high bit set on every byte but
+//! the last; at most 10 bytes).
+//!
+//! | field | encoding | content |
+//! |---|---|---|
+//! | tag | varint | `type_id << 3 \| flags` |
+//! | time | varint | distance of the timestamp from the previous record's: added, or subtracted with flag 4 |
+//! | seq | varint, with flag 1 | the sequence number; without the flag it is the previous one plus 1 (modulo 2^64) |
+//! | perturbation | varint, with flag 2 | the perturbation; without the flag it is the previous one |
+//! | length | varint | payload length in bytes |
+//! | payload | length bytes | the fields, as [`crate::value`] describes, unpadded |
+//!
+//! Records follow each other without padding, and the body ends with its last record. A
+//! steady stream of events (consecutive sequence numbers, no waits, timestamps under 128 ns
+//! apart, type ids under 16, payloads under 128 bytes) costs 3 bytes a record beyond the
+//! payload: a 64-byte event takes 67 bytes, plus its share of the block and chunk headers.
+//! For example, two 64-byte events of type 2 at 1000 and 1030 ns, numbered 1 and 2:
+//!
+//! ```text
+//! 10 e8 07 40 <64 bytes>   type 2, no flags; 1000 ns after 0; seq 0 + 1; 64 bytes
+//! 10 1e 40 <64 bytes>      type 2, no flags; 30 ns later; seq 1 + 1; 64 bytes
+//! ```
 //!
 //! # Example
 //!
@@ -68,6 +104,7 @@
 //! ```
 
 use crate::chunk_scan::{Input, Scanner, plausible_header};
+use crate::compact::{self, CompactRecords};
 use crate::record::{RecordRef, Records, stride};
 use crate::schema::{Schema, TypeId};
 use serde::{Deserialize, Serialize};
@@ -81,8 +118,10 @@ use std::path::Path;
 pub const FILE_MAGIC: [u8; 8] = *b"GYRTRACE";
 /// Each chunk's first four bytes.
 pub const CHUNK_MAGIC: [u8; 4] = *b"GYRC";
-/// The version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this crate writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this crate reads; it reads every version up to [`FORMAT_VERSION`].
+pub const FIRST_FORMAT_VERSION: u32 = 1;
 /// Bytes of the preamble.
 pub const PREAMBLE_LEN: usize = 16;
 /// Bytes of a chunk header.
@@ -92,6 +131,9 @@ pub const MAX_CHUNK_PAYLOAD: usize = 1 << 30;
 /// Chunk payload size at which [`TraceWriter`] closes a chunk by itself: large enough that the
 /// header and checksum cost nothing, small enough that a crash loses little.
 pub const DEFAULT_CHUNK_TARGET: usize = 1 << 20;
+/// Bytes of a records block's body at which [`TraceWriter::records`] starts another block:
+/// a whole ring given at once still makes chunks a reader accepts.
+const MAX_RECORDS_BODY: usize = 1 << 26;
 
 const KIND_HEADER: u8 = 1;
 const KIND_SCHEMA: u8 = 2;
@@ -181,6 +223,10 @@ pub struct TraceWriter<W: Write> {
     bytes_written: u64,
     /// Schema and thread blocks written so far, repeated at the start of every chunk.
     known: Vec<u8>,
+    /// Records in the pending chunk.
+    pending: u64,
+    /// [`MAX_RECORDS_BODY`], smaller in tests.
+    max_records_body: usize,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -193,6 +239,8 @@ impl<W: Write> TraceWriter<W> {
             chunk_target: DEFAULT_CHUNK_TARGET,
             bytes_written: 0,
             known: Vec::new(),
+            pending: 0,
+            max_records_body: MAX_RECORDS_BODY,
         };
         let mut preamble = [0u8; PREAMBLE_LEN];
         preamble[..8].copy_from_slice(&FILE_MAGIC);
@@ -217,21 +265,34 @@ impl<W: Write> TraceWriter<W> {
         self.bytes_written
     }
 
-    fn block(&mut self, kind: u8, body: &[u8]) {
-        self.block_parts(kind, &[body]);
+    /// Records given but not yet written out: they are in the pending chunk, which the next
+    /// [`TraceWriter::flush`] (or a full chunk) writes.
+    pub fn pending_records(&self) -> u64 {
+        self.pending
     }
 
-    fn block_parts(&mut self, kind: u8, parts: &[&[u8]]) {
+    fn block(&mut self, kind: u8, body: &[u8]) {
+        let at = self.open_block(kind);
+        self.chunk.extend_from_slice(body);
+        self.close_block(at);
+    }
+
+    /// Starts a block in the pending chunk, after the blocks every chunk repeats; returns
+    /// where its header is, for [`TraceWriter::close_block`].
+    fn open_block(&mut self, kind: u8) -> usize {
         if self.chunk.is_empty() && self.next_index > 0 {
             self.chunk.extend_from_slice(&self.known);
         }
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        self.chunk.extend_from_slice(&[kind, 0, 0, 0]);
-        self.chunk.extend_from_slice(&(len as u32).to_le_bytes());
-        for p in parts {
-            self.chunk.extend_from_slice(p);
-        }
-        self.chunk.resize(self.chunk.len() + stride(len) - len, 0);
+        let at = self.chunk.len();
+        self.chunk.extend_from_slice(&[kind, 0, 0, 0, 0, 0, 0, 0]);
+        at
+    }
+
+    /// Ends the block whose header is at `at`: sets its length and pads it.
+    fn close_block(&mut self, at: usize) {
+        let len = self.chunk.len() - at - 8;
+        self.chunk[at + 4..at + 8].copy_from_slice(&(len as u32).to_le_bytes());
+        self.chunk.resize(at + 8 + stride(len), 0);
     }
 
     fn maybe_flush_chunk(&mut self) -> io::Result<()> {
@@ -252,17 +313,10 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes a schema or thread block and remembers it for the start of later chunks.
     fn described_block(&mut self, kind: u8, body: &[u8]) -> io::Result<()> {
-        let start = self
-            .chunk
-            .len()
-            .max(if self.chunk.is_empty() && self.next_index > 0 {
-                self.known.len()
-            } else {
-                0
-            });
-        self.block(kind, body);
-        let block = self.chunk[start..].to_vec();
-        self.known.extend_from_slice(&block);
+        let at = self.open_block(kind);
+        self.chunk.extend_from_slice(body);
+        self.close_block(at);
+        self.known.extend_from_slice(&self.chunk[at..]);
         self.maybe_flush_chunk()
     }
 
@@ -274,14 +328,53 @@ impl<W: Write> TraceWriter<W> {
         )
     }
 
-    /// Appends records of `thread`, laid out as [`crate::record`] describes (timestamps in ns).
+    /// Appends records of `thread`, laid out as [`crate::record`] describes (timestamps in ns),
+    /// encoded as format 2's records (see the [module documentation](self)); records taking
+    /// more than 64 MiB in the file are stored as several blocks.
+    ///
+    /// Records whose layout is broken are refused (`InvalidInput`) and nothing of the call is
+    /// written.
     pub fn records(&mut self, thread: u64, records: &[u8]) -> io::Result<()> {
-        if records.is_empty() {
-            return Ok(());
+        let refuse = |e: compact::BadRecord| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "record at byte {} of a records block cannot be written: {}",
+                    e.offset, e.what
+                ),
+            )
+        };
+        // A call that may span several blocks, and so several chunks, is checked whole
+        // first: a chunk written out cannot be taken back. Compact records are at most 5/4 of
+        // their fixed size, so a smaller call makes one block.
+        if records.len() + records.len() / 4 + 16 >= self.max_records_body {
+            Records::validate(records).map_err(|e| {
+                refuse(compact::BadRecord {
+                    offset: e.offset,
+                    what: "its length field is impossible",
+                })
+            })?;
         }
-        debug_assert!(Records::validate(records).is_ok());
-        self.block_parts(KIND_RECORDS, &[&thread.to_le_bytes(), records]);
-        self.maybe_flush_chunk()
+        let mut rest = records;
+        while !rest.is_empty() {
+            let rollback = self.chunk.len();
+            let at = self.open_block(KIND_RECORDS);
+            self.chunk.extend_from_slice(&thread.to_le_bytes());
+            let limit = at + 8 + self.max_records_body;
+            let done = match compact::encode(rest, &mut self.chunk, limit) {
+                Ok(done) => done,
+                Err(mut e) => {
+                    self.chunk.truncate(rollback);
+                    e.offset += records.len() - rest.len();
+                    return Err(refuse(e));
+                }
+            };
+            self.close_block(at);
+            self.pending += done.records;
+            rest = &rest[done.used..];
+            self.maybe_flush_chunk()?;
+        }
+        Ok(())
     }
 
     fn write_chunk(&mut self) -> io::Result<()> {
@@ -298,6 +391,7 @@ impl<W: Write> TraceWriter<W> {
         self.bytes_written += (CHUNK_HEADER_LEN + self.chunk.len()) as u64;
         self.next_index += 1;
         self.chunk.clear();
+        self.pending = 0;
         Ok(())
     }
 
@@ -343,7 +437,7 @@ pub enum OpenError {
     },
     /// The file is a trace of a format version this reader does not know.
     #[error(
-        "{path} is a gyr trace of format version {version}; this gyr reads version {FORMAT_VERSION}: use a matching gyr"
+        "{path} is a gyr trace of format version {version}; this gyr reads versions {FIRST_FORMAT_VERSION} to {FORMAT_VERSION}: use a gyr that reads version {version}"
     )]
     UnsupportedVersion {
         /// The path given.
@@ -513,6 +607,9 @@ pub struct TraceReader<R> {
     input: Input<R>,
     /// Where the next chunk should start.
     offset: u64,
+    /// The format version of the trace being read: a second trace in the file may have
+    /// another.
+    version: u32,
     header: TraceHeader,
     schemas: HashMap<TypeId, Schema>,
     threads: HashMap<u64, ThreadInfo>,
@@ -631,7 +728,7 @@ impl<R: Read + Seek> TraceReader<R> {
             });
         }
         let version = u32::from_le_bytes(pre[8..12].try_into().unwrap());
-        if version != FORMAT_VERSION {
+        if !(FIRST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(OpenError::UnsupportedVersion {
                 path: String::from("<input>"),
                 version,
@@ -653,6 +750,7 @@ impl<R: Read + Seek> TraceReader<R> {
         Ok(TraceReader {
             input,
             offset: chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64,
+            version,
             header,
             schemas: HashMap::new(),
             threads: HashMap::new(),
@@ -669,6 +767,12 @@ impl<R: Read + Seek> TraceReader<R> {
     /// The header of the process that wrote the trace.
     pub fn header(&self) -> &TraceHeader {
         &self.header
+    }
+
+    /// The trace's format version (that of a second trace in the file once the reader has
+    /// reached it).
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// Schemas seen so far, by id.
@@ -700,10 +804,12 @@ impl<R: Read + Seek> TraceReader<R> {
         // A preamble right before the next chunk: another trace was appended to this one.
         let mut second = None;
         if let Some(next) = next.filter(|&n| n >= at + PREAMBLE_LEN as u64) {
-            let mut magic = [0u8; 8];
+            let mut pre = [0u8; PREAMBLE_LEN];
             let start = next - PREAMBLE_LEN as u64;
-            if self.input.read_at(start, &mut magic)? == 8 && magic == FILE_MAGIC {
+            if self.input.read_at(start, &mut pre)? == PREAMBLE_LEN && pre[..8] == FILE_MAGIC {
                 second = Some(start);
+                // Its records are in its own version's encoding.
+                self.version = u32::from_le_bytes(pre[8..12].try_into().unwrap());
             }
         }
         let stop = second.or(next).unwrap_or(len);
@@ -872,12 +978,24 @@ impl<R: Read + Seek> TraceReader<R> {
                             continue;
                         };
                         let thread = u64::from_le_bytes(thread.try_into().unwrap());
-                        for rec in Records::new(thread, &body[8..]) {
-                            let Ok(record) = rec else {
-                                self.summary
-                                    .damage
-                                    .push(bad("a record has an impossible length".into()));
-                                break;
+                        let records = match self.version {
+                            1 => BlockRecords::Fixed(Records::new(thread, &body[8..])),
+                            2 => BlockRecords::Compact(CompactRecords::new(thread, &body[8..])),
+                            v => {
+                                self.summary.damage.push(bad(format!(
+                                    "its records are of format version {v}, which this gyr \
+                                     cannot read"
+                                )));
+                                continue;
+                            }
+                        };
+                        for rec in records {
+                            let record = match rec {
+                                Ok(record) => record,
+                                Err(what) => {
+                                    self.summary.damage.push(bad(what));
+                                    break;
+                                }
                             };
                             self.summary.records += 1;
                             let schema = self.schemas.get(&record.header.type_id);
@@ -915,6 +1033,36 @@ impl<R: Read + Seek> TraceReader<R> {
             self.summary
                 .damage
                 .push(Damage::UnknownType { type_id, records });
+        }
+    }
+}
+
+/// The records of one block, in the encoding of the trace's format version.
+enum BlockRecords<'a> {
+    /// Format 1: the fixed layout of rings.
+    Fixed(Records<'a>),
+    /// Format 2.
+    Compact(CompactRecords<'a>),
+}
+
+impl<'a> Iterator for BlockRecords<'a> {
+    /// A record, or what is wrong with the rest of the block.
+    type Item = Result<RecordRef<'a>, String>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            BlockRecords::Fixed(r) => Some(
+                r.next()?
+                    .map_err(|_| "a record has an impossible length".to_owned()),
+            ),
+            BlockRecords::Compact(r) => Some(r.next()?.map_err(|e| {
+                format!(
+                    "the record at byte {} of a records block does not decode: {}",
+                    e.offset + 8,
+                    e.what
+                )
+            })),
         }
     }
 }
@@ -1014,6 +1162,52 @@ mod tests {
         assert!(summary.clean_end);
     }
 
+    /// A call larger than a block may be is split into blocks, each in a chunk of its own when
+    /// the chunks are small, and checked whole before any of it is written.
+    #[test]
+    fn a_large_call_is_split_into_blocks() {
+        let mut recs = Vec::new();
+        for i in 0..100u64 {
+            push_record(&mut recs, 2, i * 10, i + 1, i / 10, &[i as u8; 40]);
+        }
+        let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+        w.max_records_body = 500;
+        w.set_chunk_target(1);
+        let before = w.bytes_written();
+        let mut bad = recs.clone();
+        let last = recs.len() - stride(72);
+        bad[last..last + 4].copy_from_slice(&3u32.to_le_bytes());
+        let err = w.records(7, &bad).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("at byte {last}")),
+            "{err}"
+        );
+        assert_eq!(
+            w.bytes_written(),
+            before,
+            "nothing of a refused call is written"
+        );
+        w.records(7, &recs).unwrap();
+        let file = w.finish(&TraceEnd::default()).unwrap();
+        let mut r = TraceReader::new(Cursor::new(file)).unwrap();
+        let mut got = Vec::new();
+        r.for_each_item(|i| {
+            if let Item::Record { record, .. } = i {
+                got.push((record.thread, record.header, record.payload.to_vec()));
+            }
+        });
+        let expected: Vec<_> = Records::new(7, &recs)
+            .map(|r| {
+                let r = r.unwrap();
+                (r.thread, r.header, r.payload.to_vec())
+            })
+            .collect();
+        assert_eq!(got, expected);
+        // A record takes 43 or 44 bytes, so a block ends at its 12th (the thread id and 11
+        // records stay under 500 bytes): 9 blocks, between the header chunk and the end's.
+        assert_eq!(r.summary().chunks, 1 + 9 + 1);
+    }
+
     #[test]
     fn rejects_foreign_and_empty_input() {
         assert!(matches!(
@@ -1029,10 +1223,10 @@ mod tests {
             TraceReader::new(Cursor::new(bytes[..30].to_vec())),
             Err(OpenError::BadHeader { .. })
         ));
-        let mut v2 = bytes.clone();
-        v2[8] = 9;
+        let mut future = bytes.clone();
+        future[8] = 9;
         assert!(matches!(
-            TraceReader::new(Cursor::new(v2)),
+            TraceReader::new(Cursor::new(future)),
             Err(OpenError::UnsupportedVersion { version: 9, .. })
         ));
     }

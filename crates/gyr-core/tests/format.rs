@@ -2,9 +2,11 @@
 //! back every complete chunk without a panic; files of every released format version stay
 //! readable.
 
-use gyr_core::record::push_record;
+use gyr_core::record::{RecordHeader, Records, push_record};
 use gyr_core::schema::ScalarType;
-use gyr_core::trace::{Damage, Item, TraceReader, TraceWriter};
+use gyr_core::trace::{
+    CHUNK_MAGIC, Damage, FORMAT_VERSION, Item, ReadSummary, TraceReader, TraceWriter,
+};
 use gyr_core::value::{decode, encode};
 use gyr_core::{Field, FieldType, Schema, TraceEnd, TraceHeader, Value};
 use proptest::prelude::*;
@@ -249,20 +251,11 @@ fn corruption_anywhere_is_detected_not_misread() {
     }
 }
 
-/// The golden file of format version 1 is read forever: regenerate it only with a new version.
-#[test]
-fn golden_v1_file_reads_back() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1.gyr");
-    let expected = golden_v1();
-    if std::env::var_os("GYR_BLESS").is_some() {
-        std::fs::write(path, &expected).unwrap();
-    }
-    let bytes = std::fs::read(path).expect("tests/data/v1.gyr is committed");
-    assert!(
-        bytes == expected,
-        "the writer's output for version 1 changed: bump FORMAT_VERSION and add a new golden file"
-    );
+/// What a golden file holds, one line per record: `type thread #seq @timestamp [~perturbation]
+/// values`.
+fn golden_lines(bytes: Vec<u8>, version: u32) -> (Vec<String>, ReadSummary) {
     let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
+    assert_eq!(r.format_version(), version);
     assert_eq!(r.header().host, "golden-host");
     assert_eq!(r.header().pid, 4242);
     let mut got = Vec::new();
@@ -272,28 +265,78 @@ fn golden_v1_file_reads_back() {
             record,
         } = item
         {
+            let h = record.header;
+            let perturbation = match h.perturbation {
+                0 => String::new(),
+                p => format!(" ~{p}"),
+            };
             got.push(format!(
-                "{} t{} #{} @{} {:?}",
+                "{} t{} #{} @{}{perturbation} {:?}",
                 s.name,
                 record.thread,
-                record.header.seq,
-                record.header.timestamp,
+                h.seq,
+                h.timestamp,
                 decode(s, record.payload).unwrap()
             ));
         }
     });
-    assert_eq!(
-        got,
-        vec![
-            "work_load t1 #1 @1000 [UInt(3), Float(0.75)]",
-            "gyr.lost t2 #1 @2000 [UInt(1), UInt(5), UInt(2), UInt(6)]",
-            "note t1 #7 @3000 [Str(\"héllo\"), Bytes([1, 2]), Array([Int(-1), Int(2)])]",
-        ]
-    );
-    assert!(r.summary().clean_end);
+    (got, r.summary().clone())
 }
 
-fn golden_v1() -> Vec<u8> {
+/// The records of `golden_v1`, which `golden_v2` writes first.
+const GOLDEN_V1_LINES: [&str; 3] = [
+    "work_load t1 #1 @1000 [UInt(3), Float(0.75)]",
+    "gyr.lost t2 #1 @2000 [UInt(1), UInt(5), UInt(2), UInt(6)]",
+    "note t1 #7 @3000 [Str(\"héllo\"), Bytes([1, 2]), Array([Int(-1), Int(2)])]",
+];
+
+/// The golden file of format version 1 is read forever. The writer no longer writes version
+/// 1, so the file is never regenerated: its checksum pins it.
+#[test]
+fn golden_v1_file_reads_back() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1.gyr");
+    let bytes = std::fs::read(path).expect("tests/data/v1.gyr is committed");
+    assert_eq!(
+        (bytes.len(), crc32fast::hash(&bytes)),
+        (496, 0x6545_4c5a),
+        "tests/data/v1.gyr changed: a file of a released version is never rewritten"
+    );
+    let (got, summary) = golden_lines(bytes, 1);
+    assert_eq!(got, GOLDEN_V1_LINES);
+    assert!(summary.clean_end);
+    assert!(summary.damage.is_empty(), "{:?}", summary.damage);
+}
+
+/// The golden file of format version 2 is read forever: regenerate it (`GYR_BLESS=1`) only
+/// with a new version.
+#[test]
+fn golden_v2_file_reads_back() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v2.gyr");
+    let expected = golden_v2();
+    if std::env::var_os("GYR_BLESS").is_some() && FORMAT_VERSION == 2 {
+        std::fs::write(path, &expected).unwrap();
+    }
+    let bytes = std::fs::read(path).expect("tests/data/v2.gyr is committed");
+    assert!(
+        bytes == expected,
+        "the writer's output for version 2 changed: bump FORMAT_VERSION and add a new golden file"
+    );
+    let (got, summary) = golden_lines(bytes, 2);
+    let mut expected = GOLDEN_V1_LINES.to_vec();
+    expected.extend([
+        "work_load t1 #8 @5000 [UInt(4), Float(1.5)]",
+        "work_load t1 #9 @5040 [UInt(5), Float(-2.0)]",
+        "tick t1 #12 @5030 ~250 []",
+        "tick t1 #13 @5030 ~250 []",
+        "work_load t1 #2 @6000 ~7 [UInt(6), Float(0.0)]",
+    ]);
+    assert_eq!(got, expected);
+    assert!(summary.clean_end);
+    assert!(summary.damage.is_empty(), "{:?}", summary.damage);
+}
+
+/// The golden files' header, schemas and first three records, written by today's writer.
+fn golden_writer() -> (TraceWriter<Vec<u8>>, Schema) {
     let header = TraceHeader {
         pid: 4242,
         host: "golden-host".into(),
@@ -370,9 +413,30 @@ fn golden_v1() -> Vec<u8> {
     .unwrap();
     push_record(&mut rec, 3, 3000, 7, 0, &note_payload);
     w.records(1, &rec).unwrap();
+    (w, work)
+}
+
+/// Version 2: the records of version 1's golden file, then a block whose records use every
+/// part of the compact encoding (implicit and explicit sequence numbers, a perturbation that
+/// changes, a clock going backwards, empty payloads), then a chunk of its own.
+fn golden_v2() -> Vec<u8> {
+    let (mut w, work) = golden_writer();
+    let tick = Schema::new(4, "tick", vec![]).unwrap();
+    w.schema(&tick).unwrap();
+    let mut rec = Vec::new();
+    let load = |d: u64, l: f64| encode(&work, &[Value::UInt(d), Value::Float(l)]).unwrap();
+    push_record(&mut rec, 2, 5000, 8, 0, &load(4, 1.5));
+    push_record(&mut rec, 2, 5040, 9, 0, &load(5, -2.0));
+    push_record(&mut rec, 4, 5030, 12, 250, &[]);
+    push_record(&mut rec, 4, 5030, 13, 250, &[]);
+    w.records(1, &rec).unwrap();
+    w.flush().unwrap();
+    rec.clear();
+    push_record(&mut rec, 2, 6000, 2, 7, &load(6, 0.0));
+    w.records(1, &rec).unwrap();
     w.finish(&TraceEnd {
-        end_ns: 4000,
-        records: 3,
+        end_ns: 7000,
+        records: 8,
         lost: 5,
         filtered: 0,
     })
@@ -490,7 +554,8 @@ fn a_second_trace_in_the_file_is_named() {
         (0..5).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
     let b_events: Vec<(usize, u64, Vec<Value>)> =
         (0..7).map(|i| (0, 2, vec![Value::UInt(i)])).collect();
-    let a = write_trace(std::slice::from_ref(&schema), &a_events, 64);
+    // A chunk each block, so that the end block of `a` has a chunk of its own.
+    let a = write_trace(std::slice::from_ref(&schema), &a_events, 1);
     let b = write_trace(std::slice::from_ref(&schema), &b_events, 64);
     let (got, summary) = read_all([a.clone(), b.clone()].concat());
     assert_eq!(got.len(), 12);
@@ -554,4 +619,416 @@ fn a_bad_length_in_chunk_0_is_named() {
         );
         assert!(!err.contains("checksum"), "{err}");
     }
+}
+
+/// Every record of a trace, schema or not: (thread, header, payload).
+type RawRecord = (u64, RecordHeader, Vec<u8>);
+
+fn read_records(bytes: Vec<u8>) -> (Vec<RawRecord>, ReadSummary) {
+    let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
+    let mut out = Vec::new();
+    r.for_each_item(|item| {
+        if let Item::Record { record, .. } = item {
+            out.push((record.thread, record.header, record.payload.to_vec()));
+        }
+    });
+    (out, r.summary().clone())
+}
+
+/// How a record's timestamp follows the previous one's.
+#[derive(Clone, Debug)]
+enum TimeStep {
+    Later(u64),
+    Earlier(u64),
+    At(u64),
+}
+
+/// How a record's sequence number follows the previous one's.
+#[derive(Clone, Debug)]
+enum SeqStep {
+    Next,
+    Gap(u64),
+    At(u64),
+}
+
+/// A record to write, relative to the one before it in the test's stream.
+type RecordStep = (u32, TimeStep, SeqStep, Option<u64>, Vec<u8>);
+
+fn record_step() -> impl Strategy<Value = RecordStep> {
+    let type_id = prop_oneof![4 => 1u32..40, 1 => any::<u32>()];
+    let time = prop_oneof![
+        4 => (0u64..300).prop_map(TimeStep::Later),
+        1 => (0u64..5000).prop_map(TimeStep::Earlier),
+        1 => any::<u64>().prop_map(TimeStep::At),
+    ];
+    let seq = prop_oneof![
+        4 => Just(SeqStep::Next),
+        1 => (0u64..10).prop_map(SeqStep::Gap),
+        1 => any::<u64>().prop_map(SeqStep::At),
+    ];
+    let perturbation = prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)];
+    let payload = prop_oneof![
+        2 => Just(Vec::new()),
+        4 => proptest::collection::vec(any::<u8>(), 1..130),
+        1 => proptest::collection::vec(any::<u8>(), 1000..20_000),
+    ];
+    (type_id, time, seq, perturbation, payload)
+}
+
+/// Blocks of records in the fixed layout, as a local monitor hands them to the writer.
+fn fixed_blocks(blocks: &[(u64, Vec<RecordStep>)]) -> Vec<(u64, Vec<u8>)> {
+    let (mut t, mut seq, mut p) = (0u64, 0u64, 0u64);
+    blocks
+        .iter()
+        .map(|(thread, steps)| {
+            let mut fixed = Vec::new();
+            for (type_id, time, s, perturbation, payload) in steps {
+                t = match *time {
+                    TimeStep::Later(d) => t.saturating_add(d),
+                    TimeStep::Earlier(d) => t.saturating_sub(d),
+                    TimeStep::At(at) => at,
+                };
+                seq = match *s {
+                    SeqStep::Next => seq.wrapping_add(1),
+                    SeqStep::Gap(g) => seq.wrapping_add(g),
+                    SeqStep::At(at) => at,
+                };
+                p = perturbation.unwrap_or(p);
+                push_record(&mut fixed, *type_id, t, seq, p, payload);
+            }
+            (*thread, fixed)
+        })
+        .collect()
+}
+
+fn blocks() -> impl Strategy<Value = Vec<(u64, Vec<RecordStep>)>> {
+    proptest::collection::vec(
+        (
+            prop_oneof![1u64..4, any::<u64>()],
+            proptest::collection::vec(record_step(), 0..40),
+        ),
+        0..6,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Whatever the records hold (gaps in sequence numbers, changing perturbation, clocks going
+    /// backwards, empty and large payloads, extreme values), the reader gives back exactly the
+    /// records the writer was given, header and payload.
+    #[test]
+    fn any_records_round_trip_exactly(
+        blocks in blocks(),
+        chunk_target in prop_oneof![Just(1usize), Just(256), Just(1 << 20)],
+    ) {
+        let fixed = fixed_blocks(&blocks);
+        let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+        w.set_chunk_target(chunk_target);
+        let mut expected = Vec::new();
+        for (thread, records) in &fixed {
+            w.records(*thread, records).unwrap();
+            for r in Records::new(*thread, records) {
+                let r = r.unwrap();
+                expected.push((r.thread, r.header, r.payload.to_vec()));
+            }
+        }
+        let (got, summary) = read_records(w.finish(&TraceEnd::default()).unwrap());
+        prop_assert!(summary.clean_end);
+        // No schema was written: only their absence may be reported.
+        let only_unknown_types = summary
+            .damage
+            .iter()
+            .all(|d| matches!(d, Damage::UnknownType { .. }));
+        prop_assert!(only_unknown_types, "{:?}", summary.damage);
+        prop_assert_eq!(got, expected);
+    }
+}
+
+/// A valid file whose second chunk's payload is `payload` (padded, with a correct checksum),
+/// in format `version`: what the reader makes of crafted blocks.
+fn file_with_chunk(payload: &[u8], version: u32) -> Vec<u8> {
+    let mut file = TraceWriter::new(Vec::new(), &TraceHeader::default())
+        .unwrap()
+        .finish(&TraceEnd::default())
+        .unwrap();
+    file[8..12].copy_from_slice(&version.to_le_bytes());
+    file.truncate(chunk_spans(&file)[0].1 + 16);
+    let mut payload = payload.to_vec();
+    payload.resize(payload.len().next_multiple_of(8), 0);
+    file.extend_from_slice(&CHUNK_MAGIC);
+    file.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    file.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    file.extend_from_slice(&1u32.to_le_bytes());
+    file.extend_from_slice(&payload);
+    file
+}
+
+/// A records block of `thread` whose body after the thread id is `records`.
+fn records_block(thread: u64, records: &[u8]) -> Vec<u8> {
+    let len = 8 + records.len();
+    let mut block = vec![4, 0, 0, 0];
+    block.extend_from_slice(&(len as u32).to_le_bytes());
+    block.extend_from_slice(&thread.to_le_bytes());
+    block.extend_from_slice(records);
+    block.resize(8 + len.next_multiple_of(8), 0);
+    block
+}
+
+/// Crafted format-2 records: the records before the bad one are read, the bad one and the
+/// rest of its chunk are reported as a malformed block, saying what is wrong.
+#[test]
+fn crafted_compact_records_are_reported_not_misread() {
+    // One good record (type 2 at 1000 ns, 1 payload byte), then the crafted bytes.
+    let good: &[u8] = &[0x10, 0xe8, 0x07, 0x01, 0xaa];
+    let cases: &[(&[u8], &str)] = &[
+        (&[0x10], "it is cut short"),
+        (&[0x10, 0x01], "it is cut short"),
+        (&[0x11, 0x01, 0x00], "it is cut short"),
+        (
+            &[0x10, 0x01, 0x09, 1, 2, 3],
+            "its payload runs past the end",
+        ),
+        (
+            &[0x10, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f],
+            "its payload runs past the end",
+        ),
+        (
+            &[
+                0x10, 0x01, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f,
+            ],
+            "does not fit in 64 bits",
+        ),
+        (
+            &[0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00, 0x00],
+            "its type id is out of range",
+        ),
+        (&[0x14, 0xe9, 0x07, 0x00], "its timestamp is out of range"),
+        (
+            &[
+                0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00,
+            ],
+            "its timestamp is out of range",
+        ),
+    ];
+    for (bad, says) in cases {
+        let body = [good, bad].concat();
+        let (got, summary) = read_records(file_with_chunk(&records_block(3, &body), 2));
+        assert_eq!(got.len(), 1, "{bad:?}");
+        assert_eq!(
+            got[0],
+            (
+                3,
+                RecordHeader {
+                    len: 33,
+                    type_id: 2,
+                    timestamp: 1000,
+                    seq: 1,
+                    perturbation: 0
+                },
+                vec![0xaa]
+            )
+        );
+        let shown: Vec<String> = summary.damage.iter().map(|d| d.to_string()).collect();
+        assert!(
+            matches!(summary.damage.first(), Some(Damage::BadBlock { .. })),
+            "{bad:?}: {shown:?}"
+        );
+        assert!(
+            shown[0].contains("the record at byte 13 of a records block does not decode")
+                && shown[0].contains(says),
+            "{bad:?}: {shown:?}"
+        );
+    }
+}
+
+/// A block whose length cuts its last record short, and blocks too short to hold a thread
+/// id: reported, and the chunk's other blocks before them are read.
+#[test]
+fn cut_compact_blocks_are_reported() {
+    let mut fixed = Vec::new();
+    push_record(&mut fixed, 2, 100, 1, 0, &[1; 64]);
+    push_record(&mut fixed, 2, 130, 2, 0, &[2; 64]);
+    let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+    w.records(5, &fixed).unwrap();
+    let file = w.finish(&TraceEnd::default()).unwrap();
+    let (at, _) = chunk_spans(&file)[1];
+    let block = &file[at + 16..];
+    let body_len = u32::from_le_bytes(block[4..8].try_into().unwrap()) as usize;
+    assert_eq!(
+        body_len,
+        8 + 2 * (3 + 64),
+        "two steady records of 3 + 64 bytes"
+    );
+    for cut in 0..body_len {
+        let mut crafted = records_block(5, &block[16..8 + body_len]);
+        crafted.truncate(8 + cut);
+        crafted[4..8].copy_from_slice(&(cut as u32).to_le_bytes());
+        crafted.resize(8 + cut.next_multiple_of(8), 0);
+        let (got, summary) = read_records(file_with_chunk(&crafted, 2));
+        let whole = match cut {
+            ..8 => 0,
+            8..75 => 0,
+            75..142 => 1,
+            _ => 2,
+        };
+        assert_eq!(got.len(), whole, "cut at {cut}");
+        let expect_damage = cut < 8 || (cut > 8 && cut != 75);
+        assert_eq!(
+            summary
+                .damage
+                .iter()
+                .any(|d| matches!(d, Damage::BadBlock { .. })),
+            expect_damage,
+            "cut at {cut}: {:?}",
+            summary.damage
+        );
+    }
+}
+
+/// Any single byte of a format-2 records block changed, in a chunk whose checksum is made to
+/// match: the reader never panics, and what it reads ends at the first record that does not
+/// decode.
+#[test]
+fn any_byte_of_a_compact_block_changed_never_panics() {
+    let mut fixed = Vec::new();
+    for i in 0..12u64 {
+        let payload = vec![i as u8; (i as usize * 7) % 20];
+        push_record(
+            &mut fixed,
+            2 + (i % 3) as u32,
+            100 + i * i * 40,
+            1 + i + i / 5,
+            i / 4,
+            &payload,
+        );
+    }
+    let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+    w.records(5, &fixed).unwrap();
+    let file = w.finish(&TraceEnd::default()).unwrap();
+    let (at, len) = chunk_spans(&file)[1];
+    let payload = &file[at + 16..at + len];
+    let (clean, _) = read_records(file_with_chunk(payload, 2));
+    assert_eq!(clean.len(), 12);
+    for i in 8..payload.len() {
+        for v in [0x00, 0x01, 0x07, 0x7f, 0x80, 0xff, payload[i] ^ 0x5a] {
+            let mut bytes = payload.to_vec();
+            bytes[i] = v;
+            let (got, _) = read_records(file_with_chunk(&bytes, 2));
+            assert!(got.len() <= 200, "byte {i} = {v:#x}: {} records", got.len());
+        }
+    }
+}
+
+/// A records block of the fixed layout read as format 2, or the reverse, is damage, not a
+/// panic: the version in the preamble decides.
+#[test]
+fn the_preamble_version_decides_the_records_encoding() {
+    let mut fixed = Vec::new();
+    push_record(&mut fixed, 2, 100, 1, 0, &[1; 8]);
+    let (got, summary) = read_records(file_with_chunk(&records_block(1, &fixed), 1));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1.timestamp, 100);
+    assert!(
+        summary
+            .damage
+            .iter()
+            .all(|d| matches!(d, Damage::UnknownType { .. }))
+    );
+    let (got, _) = read_records(file_with_chunk(&records_block(1, &fixed), 2));
+    assert!(got.iter().all(|(_, h, _)| h.timestamp != 100));
+    let compact = [0x10, 0x64, 0x01, 0xaa];
+    let (got, summary) = read_records(file_with_chunk(&records_block(1, &compact), 1));
+    assert!(got.is_empty());
+    assert!(summary.is_corrupt());
+}
+
+/// A file of format 1 and one of format 2 concatenated, either way round: each trace's
+/// records are read in its own encoding.
+#[test]
+fn traces_of_both_versions_in_one_file_are_both_read() {
+    let v1 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1.gyr")).unwrap();
+    let v2 = golden_v2();
+    let (only_v2, _) = golden_lines(v2.clone(), 2);
+    for (first, second, version) in [(&v1, &v2, 1), (&v2, &v1, 2)] {
+        let (got, summary) = golden_lines([first.clone(), second.clone()].concat(), version);
+        assert_eq!(got.len(), 3 + only_v2.len());
+        assert_eq!(
+            summary.damage,
+            vec![Damage::SecondTrace {
+                offset: first.len() as u64
+            }]
+        );
+        let only_v1: Vec<String> = GOLDEN_V1_LINES.iter().map(|s| s.to_string()).collect();
+        let expected = if version == 1 {
+            [only_v1, only_v2.clone()].concat()
+        } else {
+            [only_v2.clone(), only_v1].concat()
+        };
+        assert_eq!(got, expected);
+    }
+}
+
+/// Records whose fixed layout is broken are refused whole: nothing of the call reaches the
+/// file, which reads back cleanly.
+#[test]
+fn the_writer_refuses_a_broken_block_whole() {
+    let mut fixed = Vec::new();
+    push_record(&mut fixed, 2, 100, 1, 0, &[1; 8]);
+    push_record(&mut fixed, 2, 110, 2, 0, &[2; 8]);
+    let good = fixed.clone();
+    fixed[40..44].copy_from_slice(&7u32.to_le_bytes());
+    let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+    w.set_chunk_target(1 << 20);
+    w.records(1, &good).unwrap();
+    let err = w.records(1, &fixed).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        err.to_string()
+            .contains("record at byte 40 of a records block cannot be written"),
+        "{err}"
+    );
+    assert_eq!(w.pending_records(), 2);
+    let err = w.records(1, &good[..50]).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let (got, summary) = read_records(w.finish(&TraceEnd::default()).unwrap());
+    assert_eq!(got.len(), 2);
+    assert!(
+        summary
+            .damage
+            .iter()
+            .all(|d| matches!(d, Damage::UnknownType { .. }))
+    );
+}
+
+/// The target of format 2: a thread's stream of 64-byte events, given in blocks as a local
+/// monitor drains a ring, takes at most 1.15 × 64 bytes an event in the file.
+#[test]
+fn a_64_byte_event_takes_under_74_bytes_on_disk() {
+    let schema = Schema::new(
+        2,
+        "x",
+        vec![Field::new("v", FieldType::Array(ScalarType::U64, 8))],
+    )
+    .unwrap();
+    let mut w = TraceWriter::new(Vec::new(), &TraceHeader::for_this_process()).unwrap();
+    w.schema(&schema).unwrap();
+    let events = 200_000u64;
+    let mut fixed = Vec::new();
+    for i in 0..events {
+        // About 23 ns apart, with a pause now and then.
+        let t = i * 23 + (i / 1000) * 5_000;
+        push_record(&mut fixed, 2, t, i + 1, 0, &[i as u8; 64]);
+        if fixed.len() >= 96 * 4096 {
+            w.records(1, &fixed).unwrap();
+            fixed.clear();
+        }
+    }
+    w.records(1, &fixed).unwrap();
+    let file = w.finish(&TraceEnd::default()).unwrap();
+    let per_event = file.len() as f64 / events as f64;
+    assert!(per_event <= 1.15 * 64.0, "{per_event:.2} bytes an event");
+    let (got, summary) = read_records(file);
+    assert_eq!(got.len() as u64, events);
+    assert!(summary.damage.is_empty());
 }

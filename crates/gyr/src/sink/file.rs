@@ -2,7 +2,6 @@
 
 use super::Sink;
 use crate::batch::Batch;
-use gyr_core::record::Records;
 use gyr_core::{TraceEnd, TraceHeader, TraceWriter};
 use std::fs::File;
 use std::io;
@@ -51,15 +50,11 @@ impl Sink for FileSink {
             w.thread(t)?;
         }
         for (thread, records) in batch.blocks() {
-            let before = w.bytes_written();
             w.records(thread, records)?;
-            // A chunk written out holds every record given so far; the rest wait in the next.
-            if w.bytes_written() != before {
-                self.unsaved = 0;
-            } else {
-                self.unsaved += Records::new(thread, records).count() as u64;
-            }
         }
+        // A failed call leaves the count of the batches before: this batch is counted as lost
+        // by the caller.
+        self.unsaved = w.pending_records();
         Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
