@@ -8,7 +8,8 @@
 //!   floor), probe writes and reads, writes of 1, 10 and 100 attributes in one request (Progress
 //!   and Falcon measured 643 / 2930 / 15418 µs), and actuation;
 //! - examples/nbody run in a child process with gyr fully active (sensors on, server running,
-//!   this process watching every event) against gyr switched off.
+//!   this process watching every event) against gyr switched off, in pairs of runs side by
+//!   side: the overhead is the median of the pairs' overheads, printed with their spread.
 
 use crate::figures::{percentile, r3};
 use gyr::gyr_core::Value;
@@ -163,6 +164,9 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
                 "inproc_probe_read_p50_us": r3(read_p50),
                 "inproc_actuate_p50_us": r3(act_p50),
                 "nbody_overhead_pct": r3(nbody.overhead_pct),
+                "nbody_overhead_pct_runs": nbody.runs_pct,
+                "nbody_overhead_pct_spread": nbody.spread_pct.map(r3),
+                "nbody_overhead_pct_iqr": nbody.iqr_pct.map(r3),
                 "nbody_steps_per_s_off": r3(nbody.off_steps_per_s),
                 "nbody_steps_per_s_on": r3(nbody.on_steps_per_s),
                 "nbody_events_watched": nbody.watched,
@@ -341,7 +345,14 @@ fn transport(socket: &std::path::Path, n: usize) -> anyhow::Result<Wire> {
 
 /// examples/nbody with gyr on and watched, against gyr off.
 struct NBodyOverhead {
+    /// The median of the pairs' overheads.
     overhead_pct: f64,
+    /// Each pair's overhead, in the order run.
+    runs_pct: Vec<f64>,
+    /// The smallest and largest of `runs_pct`.
+    spread_pct: [f64; 2],
+    /// The first and third quartiles of `runs_pct`.
+    iqr_pct: [f64; 2],
     off_steps_per_s: f64,
     on_steps_per_s: f64,
     watched: u64,
@@ -438,28 +449,54 @@ fn nbody_once(on: bool, steps: u64, dir: &std::path::Path) -> anyhow::Result<(f6
     Ok((secs, watched))
 }
 
+/// The overhead as the median over pairs of runs made side by side, one with gyr on and one
+/// with it off, each pair giving its own ratio: a shared machine's speed drifts by more than
+/// the overhead between runs seconds apart, which a ratio of the two sides' medians (the
+/// earlier method) turned into swings of several percent, while a pair's two runs see
+/// nearly the same machine. The order within a pair alternates (on-off, off-on, ...), so
+/// that going first or second biases no side.
 fn nbody_overhead(quick: bool) -> anyhow::Result<NBodyOverhead> {
-    let (steps, pairs) = if quick { (100, 1) } else { (1500, 7) };
+    let (steps, pairs) = if quick { (100, 3) } else { (1000, 11) };
     let dir = tempfile::tempdir()?;
-    let (mut off, mut on, mut watched) = (Vec::new(), Vec::new(), 0);
-    // Alternate, so that drift in the machine's speed hits both sides alike.
-    for _ in 0..pairs {
-        off.push(nbody_once(false, steps, dir.path())?.0);
-        let (s, w) = nbody_once(true, steps, dir.path())?;
-        on.push(s);
-        watched = w;
+    let (mut off, mut on, mut runs_pct, mut watched) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for i in 0..pairs {
+        let run_on = |watched: &mut u64| -> anyhow::Result<f64> {
+            let (s, w) = nbody_once(true, steps, dir.path())?;
+            *watched = w;
+            Ok(s)
+        };
+        let (s_on, s_off) = if i % 2 == 0 {
+            let s_on = run_on(&mut watched)?;
+            (s_on, nbody_once(false, steps, dir.path())?.0)
+        } else {
+            let s_off = nbody_once(false, steps, dir.path())?.0;
+            (run_on(&mut watched)?, s_off)
+        };
+        runs_pct.push(r3((s_on / s_off - 1.0) * 100.0));
+        on.push(s_on);
+        off.push(s_off);
     }
-    let off = percentile(&mut off, 0.5);
-    let on = percentile(&mut on, 0.5);
+    let mut sorted = runs_pct.clone();
+    let overhead_pct = percentile(&mut sorted, 0.5);
     let r = NBodyOverhead {
-        overhead_pct: (on / off - 1.0) * 100.0,
-        off_steps_per_s: steps as f64 / off,
-        on_steps_per_s: steps as f64 / on,
+        overhead_pct,
+        spread_pct: [sorted[0], sorted[sorted.len() - 1]],
+        iqr_pct: [percentile(&mut sorted, 0.25), percentile(&mut sorted, 0.75)],
+        runs_pct,
+        off_steps_per_s: steps as f64 / percentile(&mut off, 0.5),
+        on_steps_per_s: steps as f64 / percentile(&mut on, 0.5),
         watched,
     };
     println!(
-        "  examples/nbody, {steps} steps: gyr off {:.0} steps/s, on and watched {:.0} steps/s ({} events): overhead {:.2} %",
-        r.off_steps_per_s, r.on_steps_per_s, r.watched, r.overhead_pct
+        "  examples/nbody, {pairs} pairs of {steps} steps: gyr off {:.0} steps/s, on and watched {:.0} steps/s ({} events): overhead {:.2} % (median of pairs; {:.2} to {:.2} %, quartiles {:.2} to {:.2} %)",
+        r.off_steps_per_s,
+        r.on_steps_per_s,
+        r.watched,
+        r.overhead_pct,
+        r.spread_pct[0],
+        r.spread_pct[1],
+        r.iqr_pct[0],
+        r.iqr_pct[1]
     );
     Ok(r)
 }

@@ -5,6 +5,16 @@
 //!
 //! The programs run as child processes of `gyr` itself (`gyr demo-program md|nbody`), so
 //! that they are real separate processes the hub attaches to, as it would to the user's own.
+//!
+//! # Sharing the cores
+//!
+//! What the demo shows, md's step time falling once its domains are balanced, needs md to get
+//! the cores. md's domain threads meet at barriers several times a step, so a step lasts as
+//! long as its slowest thread, and any other program on the cores delays each meeting: nbody
+//! running flat out took the second core of a 2-core machine from the balanced md even at
+//! the lowest priority (a woken thread waits for the running one's time slice), and
+//! balancing then gained nothing. nbody therefore runs at [`NBODY_MAX_RATE`] steps a second
+//! (its `max_rate`, steerable from the page), which keeps it to a few percent of one core.
 
 use crate::Failure;
 use crate::demo_heat::HeatArgs;
@@ -38,7 +48,14 @@ pub(crate) struct DemoArgs {
     /// Particles in the molecular-dynamics program.
     #[arg(long, default_value_t = gyr_example_md::DEFAULT_PARTICLES)]
     particles: usize,
+    /// Domains (threads) of the molecular-dynamics program, 2 to 64.
+    #[arg(long, default_value_t = gyr_example_md::DEFAULT_DOMAINS)]
+    domains: usize,
 }
+
+/// nbody's pace in the demo, in steps a second: enough for lively charts, while its 256
+/// bodies then take about 2 % of one core, and it leaves md the cores (see the module doc).
+pub(crate) const NBODY_MAX_RATE: f64 = 50.0;
 
 /// Other demos.
 #[derive(Debug, Subcommand)]
@@ -62,6 +79,8 @@ pub(crate) struct ProgramArgs {
     program: DemoProgram,
     #[arg(long, default_value_t = gyr_example_md::DEFAULT_PARTICLES)]
     particles: usize,
+    #[arg(long, default_value_t = gyr_example_md::DEFAULT_DOMAINS)]
+    domains: usize,
     /// Headless md: steps before the policy is switched on.
     #[arg(long, default_value_t = 0)]
     steps_before: u64,
@@ -139,6 +158,13 @@ pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
             a.particles
         )));
     }
+    if !(2..=gyr_example_md::MAX_DOMAINS).contains(&a.domains) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--domains {}: give 2 to {} (one domain has nothing to balance)",
+            a.domains,
+            gyr_example_md::MAX_DOMAINS
+        )));
+    }
     if a.headless {
         return headless(&a);
     }
@@ -147,26 +173,39 @@ pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
         a.allow_host.clone(),
         gyr_client::discovery::socket_dir(),
     )?;
-    let _md = spawn(
-        &["md".into(), "--particles".into(), a.particles.to_string()],
+    let md = spawn(
+        &[
+            "md".into(),
+            "--particles".into(),
+            a.particles.to_string(),
+            "--domains".into(),
+            a.domains.to_string(),
+        ],
         None,
         hub.grpc_addr(),
         false,
     )?;
-    let _nbody = spawn(&["nbody".into()], None, None, true)?;
+    let nbody = spawn(&["nbody".into()], None, None, true)?;
+    let (md_pid, nbody_pid) = (md.0.id(), nbody.0.id());
     println!("gyr demo: open http://{} in a browser", hub.addr());
     if let Some(g) = hub.grpc_addr() {
         println!(
-            "  md pushes its events to the hub's gRPC API at {g}; the hub found nbody and attached to it."
+            "  md (pid {md_pid}) pushes its events to the hub's gRPC API at {g}; the hub found nbody (pid {nbody_pid}) and attached to it."
         );
     }
     println!(
-        "  md (molecular dynamics) starts imbalanced: most particles sit in the first of its 4 domains (see Load balance)."
+        "  md (molecular dynamics) starts imbalanced: most particles sit in the first of its {} domains (see Load balance).",
+        a.domains
     );
     println!(
-        "  Steer it: set md.auto_balance to true (the in-process policy balances it), press md.balance, or edit md.boundaries;"
+        "  Steer it: set md.auto_balance to true (the in-process policy balances it; or `gyr set {md_pid} md.auto_balance true`),"
     );
-    println!("  then watch step_time.ms fall. nbody runs beside it. Ctrl-C stops everything.");
+    println!(
+        "  press md.balance, or edit md.boundaries; then watch step_time.ms fall (`gyr watch {md_pid} step_time`)."
+    );
+    println!(
+        "  nbody runs beside it at {NBODY_MAX_RATE} steps/s (nbody.max_rate; 0 lets it take the cores). Ctrl-C stops everything."
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     crate::hub_cmd::on_ctrl_c(tx);
     let _ = rx.recv();
@@ -199,6 +238,8 @@ fn headless(a: &DemoArgs) -> Result<ExitCode, Failure> {
             "md".into(),
             "--particles".into(),
             a.particles.to_string(),
+            "--domains".into(),
+            a.domains.to_string(),
             "--steps-before".into(),
             steps_before.to_string(),
             "--steps-after".into(),
@@ -267,6 +308,8 @@ fn headless(a: &DemoArgs) -> Result<ExitCode, Failure> {
                 "steps": report["steps"],
                 "step_ms_before": before,
                 "step_ms_after": after,
+                "imbalance_before": report["imbalance_before"],
+                "imbalance_after": report["imbalance_after"],
                 "events_received": received,
                 "lost": lost,
             })
@@ -283,10 +326,11 @@ pub(crate) fn program(a: ProgramArgs) -> Result<ExitCode, Failure> {
         DemoProgram::Nbody => {
             let sim = gyr_example_nbody::register(256)
                 .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
+            sim.write().max_rate = NBODY_MAX_RATE;
             gyr_example_nbody::run(&sim, 2, 0, &stop);
         }
         DemoProgram::Md if a.steps_before > 0 => {
-            let config = gyr_example_md::Config::new(a.particles, gyr_example_md::DEFAULT_DOMAINS);
+            let config = gyr_example_md::Config::new(a.particles, a.domains);
             let r = gyr_example_md::run_headless(&config, a.steps_before, a.steps_after)
                 .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
             let summary = rt.shutdown();
@@ -305,7 +349,7 @@ pub(crate) fn program(a: ProgramArgs) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::SUCCESS);
         }
         DemoProgram::Md => {
-            let config = gyr_example_md::Config::new(a.particles, gyr_example_md::DEFAULT_DOMAINS);
+            let config = gyr_example_md::Config::new(a.particles, a.domains);
             let sim = gyr_example_md::register(&config)
                 .map_err(|e| Failure::from(anyhow::anyhow!("{e}")))?;
             let _policy = gyr_example_md::install_policy()

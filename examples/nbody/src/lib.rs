@@ -5,8 +5,8 @@
 //! steerable, `add_body` / `delete_body` actuators, and sensors for the energy and each
 //! worker's work.
 //!
-//! Steering objects: `nbody` (attributes `dt`, `softening`, and read-only `bodies`, `step`,
-//! `energy`; actuators `add_body(x, y, z, vx, vy, vz, mass)` and `delete_body(index)`).
+//! Steering objects: `nbody` (attributes `dt`, `softening`, `max_rate`, and read-only `bodies`,
+//! `step`, `energy`; actuators `add_body(x, y, z, vx, vy, vz, mass)` and `delete_body(index)`).
 //! Synch point: `step`, once per time step, where actuators run and pauses stall the program.
 
 use gyr::Sensor;
@@ -51,6 +51,16 @@ pub struct NBody {
     /// Plummer softening length.
     #[steer(min = 0.0, max = 1.0, description = "softening length")]
     pub softening: f64,
+    /// Most steps a second, 0 for no limit. A program sharing the machine with others (the
+    /// demo's nbody beside md) is held to a bounded share of it this way, by sleeping, not
+    /// by its scheduling priority alone, which does not keep it off the cores others need.
+    #[steer(
+        unit = "steps/s",
+        min = 0.0,
+        max = 1e6,
+        description = "most steps a second (0: as fast as it can)"
+    )]
+    pub max_rate: f64,
     /// Bodies now.
     #[steer(read_only, description = "bodies in the simulation")]
     pub bodies: u64,
@@ -139,6 +149,7 @@ pub fn register(n: usize) -> Result<Steered<NBody>, steer::SteerError> {
         NBody {
             dt: 0.001,
             softening: 0.05,
+            max_rate: 0.0,
             bodies: state.len() as u64,
             step: 0,
             energy: 0.0,
@@ -232,7 +243,9 @@ pub fn register(n: usize) -> Result<Steered<NBody>, steer::SteerError> {
     Ok(sim)
 }
 
-/// Runs the simulation with `workers` threads until `steps` steps are done (0: until `stop`).
+/// Runs the simulation with `workers` threads until `steps` steps are done (0: until `stop`),
+/// at most `max_rate` steps a second when that is set: worker 0 sleeps after the synch point
+/// until the next step is due, and the others wait for it at the barrier without spinning.
 pub fn run(sim: &Steered<NBody>, workers: usize, steps: u64, stop: &AtomicBool) {
     let workers = workers.max(1);
     let barrier = Barrier::new(workers);
@@ -245,6 +258,8 @@ pub fn run(sim: &Steered<NBody>, workers: usize, steps: u64, stop: &AtomicBool) 
                 .name(format!("nbody-{w}"))
                 .spawn_scoped(scope, move || {
                     let mut local: Vec<[f64; 3]> = Vec::new();
+                    // When the next step may start under `max_rate` (worker 0's alone).
+                    let mut due = Instant::now();
                     loop {
                         // Phase 1: every worker computes accelerations for its slice.
                         let t0 = Instant::now();
@@ -292,7 +307,7 @@ pub fn run(sim: &Steered<NBody>, workers: usize, steps: u64, stop: &AtomicBool) 
                         barrier.wait();
                         // Phase 2: worker 0 integrates, senses and reaches the synch point.
                         if w == 0 {
-                            {
+                            let max_rate = {
                                 let mut s = sim.write();
                                 let dt = s.dt;
                                 let all = accel.lock().unwrap_or_else(|e| e.into_inner());
@@ -319,9 +334,13 @@ pub fn run(sim: &Steered<NBody>, workers: usize, steps: u64, stop: &AtomicBool) 
                                 let finished =
                                     (steps > 0 && s.step >= steps) || stop.load(Ordering::Relaxed);
                                 done.store(finished, Ordering::Relaxed);
-                            }
+                                s.max_rate
+                            };
                             // Actuators (add/delete body) run here; a pause stalls here.
                             steer::sync_point("step");
+                            if max_rate > 0.0 {
+                                due = pace(due, max_rate);
+                            }
                         }
                         barrier.wait();
                         if done.load(Ordering::Relaxed) {
@@ -334,6 +353,19 @@ pub fn run(sim: &Steered<NBody>, workers: usize, steps: u64, stop: &AtomicBool) 
     });
 }
 
+/// Sleeps until `due` plus one step at `rate` steps a second and returns that time. A step
+/// that ran late moves the schedule instead of being made up for by a burst of steps.
+fn pace(due: Instant, rate: f64) -> Instant {
+    let next = due + std::time::Duration::from_secs_f64(1.0 / rate);
+    let now = Instant::now();
+    if next > now {
+        std::thread::sleep(next - now);
+        next
+    } else {
+        now
+    }
+}
+
 /// Convenience for tests and benchmarks: a fresh stop flag.
 pub fn stop_flag() -> Arc<AtomicBool> {
     Arc::new(AtomicBool::new(false))
@@ -343,8 +375,15 @@ pub fn stop_flag() -> Arc<AtomicBool> {
 mod tests {
     use super::*;
 
+    /// `nbody` is registered once at a time: the tests take turns.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: Mutex<()> = Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn energy_is_roughly_conserved_and_actuators_work() {
+        let _g = serial();
         let sim = register(64).unwrap();
         let stop = AtomicBool::new(false);
         run(&sim, 2, 100, &stop);
@@ -356,6 +395,25 @@ mod tests {
             "energy drifted: {e0} -> {e1}"
         );
         assert_eq!(sim.read().step, 200);
+        sim.unregister();
+    }
+
+    /// Only a lower bound, which sleeping guarantees on any machine: never a timing.
+    #[test]
+    fn max_rate_spaces_the_steps() {
+        let _g = serial();
+        let sim = register(16).unwrap();
+        steer::set(
+            "nbody.max_rate",
+            Value::Float(200.0),
+            &steer::Who::new("test"),
+        )
+        .unwrap();
+        let stop = AtomicBool::new(false);
+        let t = Instant::now();
+        run(&sim, 2, 20, &stop);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(95));
+        assert_eq!(sim.read().step, 20);
         sim.unregister();
     }
 }
