@@ -64,9 +64,11 @@ impl Batch {
         self.lost
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// Clears the batch but for `bytes[delivered..]`, which moves to the front (the start of a
+    /// record whose end has not been drained yet).
+    pub(crate) fn clear_keeping(&mut self, delivered: usize) {
         self.schemas.clear();
-        self.bytes.clear();
+        self.bytes.drain(..delivered);
         self.blocks.clear();
         self.threads.clear();
         self.records = 0;

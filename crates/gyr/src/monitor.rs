@@ -23,10 +23,77 @@ use crate::clock::clock;
 use crate::state::{MonitorSlot, RingEntry, Shared, os_tid};
 use crate::sync::lock;
 use gyr_core::ThreadInfo;
-use gyr_core::record::{RecordHeader, push_record, stride};
+use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader, push_record, stride};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// The piece of a drained run copied and converted at a time: small enough to stay in the
+/// monitor core's L2 cache between the copy and the conversion.
+const CONVERT_PIECE: usize = 64 << 10;
+
+/// The size from which a pass hands its batch to the sinks before draining on.
+const DELIVER_BYTES: usize = 256 << 10;
+
+/// Hands `batch` to the sinks, then clears it but for `bytes[delivered..]`.
+fn deliver(shared: &Shared, batch: &mut Batch, delivered: usize) {
+    lock(&shared.sinks).deliver(batch, &shared.stats);
+    batch.clear_keeping(delivered);
+}
+
+/// The conversion of one ring's drained records, piece by piece: raw ticks to ns, and sequence
+/// gaps noted for `gyr.lost` records.
+struct Walk {
+    /// Where the next record starts in the batch.
+    at: usize,
+    /// The end of the last record whose bytes are all in the batch.
+    complete: usize,
+    /// The last sequence number seen or reported lost.
+    accounted: u64,
+    /// Sequence ranges missing (dropped on a full ring).
+    gaps: Vec<(u64, u64)>,
+    /// Records complete since the last delivery.
+    records: u64,
+    /// The first record's time, for the monitor's lag.
+    first_ns: Option<u64>,
+}
+
+impl Walk {
+    /// Converts every record whose header is in `bytes[self.at..]`; a record's payload may
+    /// follow in the next piece (only the header is rewritten), and it counts when complete.
+    #[inline]
+    fn convert(&mut self, bytes: &mut [u8], clk: &crate::clock::Clock) {
+        loop {
+            if self.complete < self.at {
+                if self.at > bytes.len() {
+                    return;
+                }
+                self.complete = self.at;
+                self.records += 1;
+            }
+            let Some(mut h) = bytes.get(self.at..).and_then(RecordHeader::read) else {
+                return;
+            };
+            // Only gyr's producers write rings; a length this short would loop here forever.
+            // The panic is caught in `run`, which turns full rings to dropping.
+            assert!(
+                h.len as usize >= RECORD_HEADER_LEN,
+                "a corrupt record in a ring"
+            );
+            if h.seq > self.accounted + 1 {
+                self.gaps.push((self.accounted + 1, h.seq - 1));
+            }
+            self.accounted = h.seq;
+            h.timestamp = clk.to_ns(h.timestamp);
+            if h.perturbation != 0 {
+                h.perturbation = clk.ticks_to_ns(h.perturbation);
+            }
+            self.first_ns.get_or_insert(h.timestamp);
+            h.write(&mut bytes[self.at..]);
+            self.at += stride(h.len as usize);
+        }
+    }
+}
 
 /// Starts one more local monitor.
 pub(crate) fn spawn(shared: &Arc<Shared>) -> std::io::Result<usize> {
@@ -206,31 +273,48 @@ impl Monitor {
             }
             // Load the drop mark before draining: see `Ring::last_dropped`.
             let dropped = e.ring.last_dropped();
-            let start = self.batch.bytes.len();
-            let batch = &mut self.batch;
-            let n = e
-                .ring
-                .drain(&mut c.head, |run| batch.bytes.extend_from_slice(run));
+            let mut start = self.batch.bytes.len();
+            let mut walk = Walk {
+                at: start,
+                complete: start,
+                accounted: c.accounted,
+                gaps: Vec::new(),
+                records: 0,
+                first_ns: None,
+            };
+            let (batch, shared, id) = (&mut self.batch, &self.shared, e.info.id);
+            let n = e.ring.drain(&mut c.head, |run| {
+                // Copy in pieces and convert each while it is still in cache, and hand the sinks
+                // bounded batches: a run may be megabytes, and a second pass over it, or a batch
+                // that size, would go to memory and back.
+                for piece in run.chunks(CONVERT_PIECE) {
+                    batch.bytes.extend_from_slice(piece);
+                    walk.convert(&mut batch.bytes, clk);
+                    if batch.bytes.len() >= DELIVER_BYTES && walk.complete > start {
+                        batch.blocks.push((id, start..walk.complete));
+                        batch.records += std::mem::take(&mut walk.records);
+                        deliver(shared, batch, walk.complete);
+                        walk.at -= walk.complete;
+                        (start, walk.complete) = (0, 0);
+                    }
+                }
+            });
             pass.bytes += n;
             if n > 0 {
                 drained_capacity += cap;
             }
-            let mut at = start;
-            while at < self.batch.bytes.len() {
-                let mut h = RecordHeader::read(&self.batch.bytes[at..])
-                    .expect("the ring holds whole records");
-                if h.seq > c.accounted + 1 {
-                    self.lost(e.info.id, c.accounted + 1, h.seq - 1, now_ns);
-                }
-                c.accounted = h.seq;
-                h.timestamp = clk.to_ns(h.timestamp);
-                h.perturbation = clk.ticks_to_ns(h.perturbation);
-                if at == start {
-                    pass.lag_ns = pass.lag_ns.max(now_ns.saturating_sub(h.timestamp));
-                }
-                h.write(&mut self.batch.bytes[at..]);
-                self.batch.records += 1;
-                at += stride(h.len as usize);
+            debug_assert_eq!(
+                walk.at,
+                self.batch.bytes.len(),
+                "the ring holds whole records"
+            );
+            c.accounted = walk.accounted;
+            self.batch.records += walk.records;
+            if let Some(first) = walk.first_ns {
+                pass.lag_ns = pass.lag_ns.max(now_ns.saturating_sub(first));
+            }
+            for (from, to) in walk.gaps {
+                self.lost(e.info.id, from, to, now_ns);
             }
             if dropped > c.accounted {
                 self.lost(e.info.id, c.accounted + 1, dropped, now_ns);
@@ -265,13 +349,13 @@ impl Monitor {
             self.own.clear();
         }
         if !self.batch.blocks.is_empty() || !self.batch.threads.is_empty() {
-            lock(&self.shared.sinks).deliver(&mut self.batch, &self.shared.stats);
-            self.shared
-                .stats
-                .bytes
-                .fetch_add(pass.bytes as u64, Ordering::Relaxed);
-            self.batch.clear();
+            let all = self.batch.bytes.len();
+            deliver(&self.shared, &mut self.batch, all);
         }
+        self.shared
+            .stats
+            .bytes
+            .fetch_add(pass.bytes as u64, Ordering::Relaxed);
         if !finished.is_empty() {
             lock(&self.shared.rings).retain(|e| !finished.contains(&e.info.id));
         }
@@ -322,7 +406,9 @@ impl Monitor {
     fn scale(&mut self, pass: &Pass) {
         let lagging = pass.lag_ns > self.shared.config.max_lag.as_nanos() as u64 || pass.blocked;
         self.lagging_passes = if lagging { self.lagging_passes + 1 } else { 0 };
-        if self.lagging_passes < 3 {
+        // A monitor with one ring has nothing to hand over: another would only compete for
+        // the cores with the program.
+        if self.lagging_passes < 3 || self.mine.len() < 2 {
             return;
         }
         let count = lock(&self.shared.monitors).len();

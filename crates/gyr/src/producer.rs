@@ -156,6 +156,12 @@ impl ThreadBuffer {
         let len = RECORD_HEADER_LEN + payload_len;
         let r = match self.entry.ring.try_reserve(&mut self.producer, len) {
             Reserve::Ok(r) => r,
+            Reserve::Wake(r) => {
+                // Before the record is written: a wake is a hint, and the monitor finds this
+                // record on its next pass if not this one.
+                self.shared.wake_monitor(self.entry.monitor());
+                r
+            }
             Reserve::Full => match self.full(len) {
                 Some(r) => r,
                 None => return,
@@ -183,10 +189,6 @@ impl ThreadBuffer {
             encode(&mut slot[RECORD_HEADER_LEN..len]);
         });
         ring.commit(&mut self.producer, r);
-        if self.producer.wake_consumer {
-            self.producer.wake_consumer = false;
-            self.shared.wake_monitor(self.entry.monitor());
-        }
     }
 
     /// The ring is full: wait (Block) or drop and count (Drop).
@@ -201,7 +203,9 @@ impl ThreadBuffer {
         self.shared.wake_monitor(self.entry.monitor());
         let mut spins = 0u32;
         loop {
-            if let Reserve::Ok(r) = self.entry.ring.try_reserve(&mut self.producer, len) {
+            if let Reserve::Ok(r) | Reserve::Wake(r) =
+                self.entry.ring.try_reserve(&mut self.producer, len)
+            {
                 let waited = self.clock.raw().saturating_sub(start);
                 self.perturbation += waited;
                 self.entry
@@ -258,7 +262,7 @@ pub(crate) fn measure_sensor_cost() -> f64 {
     for seq in 0..rounds {
         let ts = c.raw();
         let len = RECORD_HEADER_LEN + payload.len();
-        if let Reserve::Ok(r) = ring.try_reserve(&mut p, len) {
+        if let Reserve::Ok(r) | Reserve::Wake(r) = ring.try_reserve(&mut p, len) {
             ring.write(r, len, |slot| {
                 RecordHeader {
                     len: len as u32,
