@@ -1,4 +1,4 @@
-//! What a local monitor hands to the sinks: one pass's records in a [`Batch`], and the
+//! What a local monitor hands to the sinks: a pass's records in [`Batch`]es, and the
 //! [`Stats`] their delivery updates.
 //!
 //! Both sit below the monitors, the sinks and the runtime's state, so that each of those can
@@ -10,9 +10,10 @@ use gyr_core::{Schema, ThreadInfo};
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 
-/// What one local monitor pass drained, as every sink gets it: the event types and threads
-/// described for the first time (before any record of theirs), then the records, one block
-/// per thread, laid out as [`gyr_core::record`] describes with timestamps in ns.
+/// What one local monitor pass drained (a busy pass's in several, of about 256 KiB each), as
+/// every sink gets it: the event types and threads described for the first time (before any
+/// record of theirs), then the records, one block per thread, laid out as
+/// [`gyr_core::record`] describes with timestamps in ns.
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
     pub(crate) schemas: Vec<Schema>,

@@ -135,7 +135,7 @@ impl Sink for FanoutSink {
         "event streams"
     }
 
-    /// One monitor pass becomes one `EventBatch` per subscriber: the types and threads it has
+    /// One monitor batch becomes one `EventBatch` per subscriber: the types and threads it has
     /// not been told of, then the blocks of the threads and types it asked for.
     fn batch(&mut self, batch: &Batch) -> io::Result<()> {
         let mut st = self.0.lock();

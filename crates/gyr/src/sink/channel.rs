@@ -19,7 +19,7 @@ pub struct ChannelSink {
 }
 
 impl ChannelSink {
-    /// A sink and the receiver of its batches; `capacity` is in batches (one per monitor pass).
+    /// A sink and the receiver of its batches; `capacity` is in batches (one per monitor pass, of at most about 256 KiB).
     pub fn new(capacity: usize) -> (Self, Receiver<Batch>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(capacity.max(1));
         (

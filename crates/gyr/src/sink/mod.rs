@@ -1,7 +1,7 @@
 //! Sinks: where local monitors put what they drain; one file per sink gyr provides.
 //!
 //! A sink implements [`Sink`], whose hooks all default to doing nothing, so a sink overrides only
-//! what it needs (as a `tracing` `Layer` does). It gets one [`Batch`] per monitor pass, which
+//! what it needs (as a `tracing` `Layer` does). It gets one [`Batch`] per monitor pass (or per 256 KiB of a busy pass), which
 //! describes every event type and thread before the first record of theirs.
 //!
 //! gyr provides:
@@ -35,7 +35,7 @@ pub trait Sink: Send + 'static {
     fn name(&self) -> &str {
         "sink"
     }
-    /// One monitor pass: new event types and threads, then records in per-thread blocks.
+    /// One monitor pass (or 256 KiB of one): new event types and threads, then records in per-thread blocks.
     fn batch(&mut self, _batch: &Batch) -> io::Result<()> {
         Ok(())
     }
@@ -120,7 +120,7 @@ impl SinkSet {
         failed
     }
 
-    /// Hands one pass's batch to every working sink, with the event types registered since
+    /// Hands a batch to every working sink, with the event types registered since
     /// the last one. A batch a sink did not take (disabled, or failing on it) is lost for that
     /// sink: counted once, however many sinks missed it.
     pub(crate) fn deliver(&mut self, batch: &mut Batch, stats: &Stats) {
