@@ -1,0 +1,6 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_debug_implementations, rust_2018_idioms)]
+
+pub mod order;
+
+pub use order::{Event, Need, OrderFilter, OrderStats, Stall, SyncEvent};

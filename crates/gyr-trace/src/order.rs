@@ -1,0 +1,613 @@
+//! Falcon's on-line ordering filter: thread events released in causal order.
+//!
+//! # Why events arrive out of order
+//!
+//! Each thread writes its own ring and several monitors drain them at their own pace, so the
+//! stream is in order per thread but not across threads: a child's first event can arrive
+//! before its parent's fork, a lock acquisition before the release it waited for. A view fed
+//! such a stream draws nonsense (a thread running before it exists) or fails. Sorting by
+//! timestamp needs the whole trace and still misorders events closer than the clocks agree.
+//!
+//! # The filter
+//!
+//! Falcon's filter (its section 5.4 and Appendix A) follows a minimum-intervention policy: an
+//! event whose causes have all been released passes at once; any other is held back, with
+//! every later event of its thread, until they have. The causes are the seeds' rules, carried
+//! by sequence numbers the sensors record per object:
+//!
+//! | event | may pass once |
+//! |---|---|
+//! | `ThreadBegin { parent: Some(p) }` of thread `t` | `p`'s `Fork { child: t }` |
+//! | `JoinEnd { joined: j }` | `j`'s `Exit` |
+//! | `MutexAcquire { mutex: m, n }` | `MutexRelease { mutex: m, n: n - 1 }` (the first needs none) |
+//! | `CondSignal { cond: c, n }` | `CondSignal { cond: c, n: n - 1 }` (signals and broadcasts share `n`) |
+//! | `CondWake { cond: c, after: k }` | `CondSignal { cond: c, n: k }` (`k` = 0: woken by a timeout) |
+//! | `BarrierDepart { barrier: b, generation: g, parties }` | `parties` arrivals at `b` in generation `g` |
+//!
+//! and every event after the events before it in its own thread. A thread whose first event is
+//! not `ThreadBegin` existed before monitoring began, and counts as begun.
+//!
+//! # Bounds
+//!
+//! A thread that stalls, or a cause that was lost, would hold its dependants forever. The
+//! filter holds at most `max_held` events: past that, the event held longest is released as if
+//! its cause had passed, and the release is reported as a [`Stall`]. [`OrderFilter::finish`]
+//! releases what is still held at the end of a stream the same way.
+//!
+//! # Hold-back ratio
+//!
+//! Falcon measured how misordered a stream is by its hold-back ratio: the times events were
+//! held back (an event examined again and still held counts again) over the events.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The thread-level meaning of an event, as far as ordering is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncEvent {
+    /// The thread's first event; `parent` is the thread that forked it, when known.
+    ThreadBegin { parent: Option<u64> },
+    /// This thread created `child`.
+    Fork { child: u64 },
+    /// The thread ended.
+    Exit,
+    /// This thread's join of `joined` returned.
+    JoinEnd { joined: u64 },
+    /// The `n`th acquisition of `mutex` (counted from 1 per mutex).
+    MutexAcquire { mutex: u64, n: u64 },
+    /// The release of `mutex` after its `n`th acquisition.
+    MutexRelease { mutex: u64, n: u64 },
+    /// The `n`th signal or broadcast of `cond` (counted from 1 per condition).
+    CondSignal { cond: u64, n: u64 },
+    /// A wait on `cond` returned, with `after` signals counted when it woke.
+    CondWake { cond: u64, after: u64 },
+    /// The thread reached `barrier` in `generation`.
+    BarrierArrive { barrier: u64, generation: u64 },
+    /// The thread left `barrier`'s `generation`, which needs `parties` arrivals.
+    BarrierDepart {
+        barrier: u64,
+        generation: u64,
+        parties: u32,
+    },
+    /// Any other event: ordered after the thread's earlier events only.
+    Other,
+}
+
+/// One event of the stream: its thread, its ordering meaning, and what the caller carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event<T> {
+    pub thread: u64,
+    pub kind: SyncEvent,
+    pub data: T,
+}
+
+/// What a held event waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// The fork of `child`.
+    Fork { child: u64 },
+    /// The exit of `thread`.
+    Exit { thread: u64 },
+    /// The release after the `n`th acquisition of `mutex`.
+    Release { mutex: u64, n: u64 },
+    /// The `n`th signal of `cond`.
+    Signal { cond: u64, n: u64 },
+    /// `parties` arrivals at `barrier` in `generation`.
+    Arrivals {
+        barrier: u64,
+        generation: u64,
+        parties: u32,
+    },
+}
+
+/// An event released without its cause: held too long, or held at the end of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// The thread whose event it was.
+    pub thread: u64,
+    /// What the event was waiting for.
+    pub waited_for: Need,
+    /// Events held when it was released.
+    pub held: usize,
+}
+
+/// The filter's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderStats {
+    /// Events taken in.
+    pub events: u64,
+    /// Events released.
+    pub released: u64,
+    /// Times an event was held back (again each time it was examined and still held).
+    pub holds: u64,
+    /// Events held now.
+    pub held: usize,
+    /// The most events held at once.
+    pub peak_held: usize,
+    /// Events released without their cause (see [`Stall`]).
+    pub forced: u64,
+}
+
+impl OrderStats {
+    /// Falcon's hold-back ratio: holds per event.
+    pub fn hold_back_ratio(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.holds as f64 / self.events as f64
+        }
+    }
+}
+
+/// The object a need is about, under which held threads wait to be examined again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Fork(u64),
+    Exit(u64),
+    Mutex(u64),
+    Cond(u64),
+    Barrier(u64, u64),
+}
+
+impl Need {
+    fn key(self) -> Key {
+        match self {
+            Need::Fork { child } => Key::Fork(child),
+            Need::Exit { thread } => Key::Exit(thread),
+            Need::Release { mutex, .. } => Key::Mutex(mutex),
+            Need::Signal { cond, .. } => Key::Cond(cond),
+            Need::Arrivals {
+                barrier,
+                generation,
+                ..
+            } => Key::Barrier(barrier, generation),
+        }
+    }
+}
+
+/// What has been released so far, per object.
+#[derive(Debug, Default)]
+struct Released {
+    forked: HashSet<u64>,
+    exited: HashSet<u64>,
+    /// Per mutex, the highest `n` whose release has passed.
+    mutex: HashMap<u64, u64>,
+    /// Per condition, the highest signal number passed (signals pass in order).
+    cond: HashMap<u64, u64>,
+    /// Per barrier generation, the arrivals passed.
+    arrivals: HashMap<(u64, u64), u32>,
+}
+
+impl Released {
+    /// The unmet cause of `kind`, if any.
+    fn need(&self, thread: u64, kind: SyncEvent) -> Option<Need> {
+        let need = match kind {
+            SyncEvent::ThreadBegin { parent: Some(_) } => Need::Fork { child: thread },
+            SyncEvent::JoinEnd { joined } => Need::Exit { thread: joined },
+            SyncEvent::MutexAcquire { mutex, n } if n > 1 => Need::Release { mutex, n: n - 1 },
+            SyncEvent::CondSignal { cond, n } if n > 1 => Need::Signal { cond, n: n - 1 },
+            SyncEvent::CondWake { cond, after } if after > 0 => Need::Signal { cond, n: after },
+            SyncEvent::BarrierDepart {
+                barrier,
+                generation,
+                parties,
+            } => Need::Arrivals {
+                barrier,
+                generation,
+                parties,
+            },
+            _ => return None,
+        };
+        (!self.met(need)).then_some(need)
+    }
+
+    fn met(&self, need: Need) -> bool {
+        match need {
+            Need::Fork { child } => self.forked.contains(&child),
+            Need::Exit { thread } => self.exited.contains(&thread),
+            Need::Release { mutex, n } => self.mutex.get(&mutex).is_some_and(|&r| r >= n),
+            Need::Signal { cond, n } => self.cond.get(&cond).is_some_and(|&s| s >= n),
+            Need::Arrivals {
+                barrier,
+                generation,
+                parties,
+            } => self
+                .arrivals
+                .get(&(barrier, generation))
+                .is_some_and(|&a| a >= parties),
+        }
+    }
+
+    /// Records a released event; returns the object whose waiters may now pass.
+    fn pass(&mut self, kind: SyncEvent) -> Option<Key> {
+        match kind {
+            SyncEvent::Fork { child } => {
+                self.forked.insert(child);
+                Some(Key::Fork(child))
+            }
+            SyncEvent::MutexRelease { mutex, n } => {
+                let r = self.mutex.entry(mutex).or_default();
+                *r = (*r).max(n);
+                Some(Key::Mutex(mutex))
+            }
+            SyncEvent::CondSignal { cond, n } => {
+                let s = self.cond.entry(cond).or_default();
+                *s = (*s).max(n);
+                Some(Key::Cond(cond))
+            }
+            SyncEvent::BarrierArrive {
+                barrier,
+                generation,
+            } => {
+                *self.arrivals.entry((barrier, generation)).or_default() += 1;
+                Some(Key::Barrier(barrier, generation))
+            }
+            _ => None,
+        }
+    }
+
+    /// Records `need` as met, for an event released without its cause.
+    fn assume(&mut self, need: Need) -> Key {
+        match need {
+            Need::Fork { child } => {
+                self.forked.insert(child);
+            }
+            Need::Exit { thread } => {
+                self.exited.insert(thread);
+            }
+            Need::Release { mutex, n } => {
+                let r = self.mutex.entry(mutex).or_default();
+                *r = (*r).max(n);
+            }
+            Need::Signal { cond, n } => {
+                let s = self.cond.entry(cond).or_default();
+                *s = (*s).max(n);
+            }
+            Need::Arrivals {
+                barrier,
+                generation,
+                parties,
+            } => {
+                let a = self.arrivals.entry((barrier, generation)).or_default();
+                *a = (*a).max(parties);
+            }
+        }
+        need.key()
+    }
+}
+
+/// A thread's held events, oldest first, each with its arrival number.
+#[derive(Debug)]
+struct Held<T> {
+    events: VecDeque<(u64, Event<T>)>,
+    /// The object the head waits on.
+    waiting_on: Option<Key>,
+}
+
+/// The ordering filter (see the module doc).
+#[derive(Debug)]
+pub struct OrderFilter<T> {
+    max_held: usize,
+    released: Released,
+    held: HashMap<u64, Held<T>>,
+    waiters: HashMap<Key, Vec<u64>>,
+    /// Threads to examine again, from objects that changed.
+    ready: Vec<u64>,
+    stats: OrderStats,
+    stalls: Vec<Stall>,
+}
+
+/// The most stalls kept for [`OrderFilter::take_stalls`]; all are counted in `forced`.
+const KEPT_STALLS: usize = 1024;
+
+impl<T> OrderFilter<T> {
+    /// A filter that holds at most `max_held` events (at least 1).
+    pub fn new(max_held: usize) -> Self {
+        OrderFilter {
+            max_held: max_held.max(1),
+            released: Released::default(),
+            held: HashMap::new(),
+            waiters: HashMap::new(),
+            ready: Vec::new(),
+            stats: OrderStats::default(),
+            stalls: Vec::new(),
+        }
+    }
+
+    /// Takes in one event; calls `out` with every event it releases, in causal order.
+    pub fn push(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
+        self.stats.events += 1;
+        let arrival = self.stats.events;
+        let thread = event.thread;
+        if let Some(h) = self.held.get_mut(&thread) {
+            // Behind an earlier event of its thread.
+            h.events.push_back((arrival, event));
+            self.stats.holds += 1;
+            self.note_held(1);
+        } else if let Some(need) = self.released.need(thread, event.kind) {
+            let mut events = VecDeque::new();
+            events.push_back((arrival, event));
+            self.held.insert(
+                thread,
+                Held {
+                    events,
+                    waiting_on: None,
+                },
+            );
+            self.wait(thread, need.key());
+            self.stats.holds += 1;
+            self.note_held(1);
+        } else {
+            self.release(event, out);
+        }
+        self.run_ready(out);
+        while self.stats.held > self.max_held {
+            self.force_oldest(out);
+        }
+    }
+
+    /// The end of the stream: releases everything still held, oldest first, each reported as
+    /// a [`Stall`].
+    pub fn finish(&mut self, out: &mut impl FnMut(Event<T>)) {
+        while self.stats.held > 0 {
+            self.force_oldest(out);
+        }
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> OrderStats {
+        self.stats
+    }
+
+    /// The stalls reported since the last call (the most recent [`KEPT_STALLS`]).
+    pub fn take_stalls(&mut self) -> Vec<Stall> {
+        std::mem::take(&mut self.stalls)
+    }
+
+    fn note_held(&mut self, more: usize) {
+        self.stats.held += more;
+        self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
+    }
+
+    fn wait(&mut self, thread: u64, key: Key) {
+        let h = self.held.get_mut(&thread).expect("a held thread");
+        if h.waiting_on != Some(key) {
+            h.waiting_on = Some(key);
+            self.waiters.entry(key).or_default().push(thread);
+        }
+    }
+
+    fn release(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
+        if let SyncEvent::Exit = event.kind {
+            self.released.exited.insert(event.thread);
+            self.wake(Key::Exit(event.thread));
+        }
+        if let Some(key) = self.released.pass(event.kind) {
+            self.wake(key);
+        }
+        self.stats.released += 1;
+        out(event);
+    }
+
+    fn wake(&mut self, key: Key) {
+        if let Some(threads) = self.waiters.remove(&key) {
+            for t in threads {
+                if let Some(h) = self.held.get_mut(&t)
+                    && h.waiting_on == Some(key)
+                {
+                    h.waiting_on = None;
+                    self.ready.push(t);
+                }
+            }
+        }
+    }
+
+    /// Examines again the threads whose causes may have passed, releasing what now may.
+    fn run_ready(&mut self, out: &mut impl FnMut(Event<T>)) {
+        while let Some(t) = self.ready.pop() {
+            self.drain_thread(t, out);
+        }
+    }
+
+    /// Releases `thread`'s held events from the head while their causes have passed.
+    fn drain_thread(&mut self, thread: u64, out: &mut impl FnMut(Event<T>)) {
+        loop {
+            let Some(h) = self.held.get_mut(&thread) else {
+                return;
+            };
+            let Some((_, head)) = h.events.front() else {
+                self.held.remove(&thread);
+                return;
+            };
+            if let Some(need) = self.released.need(thread, head.kind) {
+                self.stats.holds += 1;
+                self.wait(thread, need.key());
+                return;
+            }
+            let (_, event) = h.events.pop_front().expect("a head");
+            if h.events.is_empty() {
+                self.held.remove(&thread);
+            }
+            self.stats.held -= 1;
+            self.release(event, out);
+        }
+    }
+
+    /// Releases the event held longest as if its cause had passed, and reports it.
+    fn force_oldest(&mut self, out: &mut impl FnMut(Event<T>)) {
+        let Some((&thread, _)) = self
+            .held
+            .iter()
+            .filter_map(|(t, h)| h.events.front().map(|(a, _)| (t, *a)))
+            .min_by_key(|&(_, a)| a)
+        else {
+            return;
+        };
+        let head = self.held[&thread]
+            .events
+            .front()
+            .expect("found above")
+            .1
+            .kind;
+        if let Some(need) = self.released.need(thread, head) {
+            self.stalls.push(Stall {
+                thread,
+                waited_for: need,
+                held: self.stats.held,
+            });
+            if self.stalls.len() > KEPT_STALLS {
+                self.stalls.remove(0);
+            }
+            self.stats.forced += 1;
+            let key = self.released.assume(need);
+            self.wake(key);
+        }
+        if let Some(h) = self.held.get_mut(&thread) {
+            h.waiting_on = None;
+        }
+        self.ready.push(thread);
+        self.run_ready(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(thread: u64, kind: SyncEvent) -> Event<u32> {
+        Event {
+            thread,
+            kind,
+            data: 0,
+        }
+    }
+
+    fn run(filter: &mut OrderFilter<u32>, events: Vec<Event<u32>>) -> Vec<(u64, SyncEvent)> {
+        let mut out = Vec::new();
+        for e in events {
+            filter.push(e, &mut |e| out.push((e.thread, e.kind)));
+        }
+        out
+    }
+
+    #[test]
+    fn a_child_waits_for_its_fork_and_a_join_for_the_exit() {
+        let mut f = OrderFilter::new(100);
+        let out = run(
+            &mut f,
+            vec![
+                ev(2, SyncEvent::ThreadBegin { parent: Some(1) }),
+                ev(2, SyncEvent::Exit),
+                ev(1, SyncEvent::ThreadBegin { parent: None }),
+                ev(1, SyncEvent::Fork { child: 2 }),
+                ev(1, SyncEvent::JoinEnd { joined: 2 }),
+            ],
+        );
+        assert_eq!(
+            out,
+            vec![
+                (1, SyncEvent::ThreadBegin { parent: None }),
+                (1, SyncEvent::Fork { child: 2 }),
+                (2, SyncEvent::ThreadBegin { parent: Some(1) }),
+                (2, SyncEvent::Exit),
+                (1, SyncEvent::JoinEnd { joined: 2 }),
+            ]
+        );
+        let s = f.stats();
+        assert_eq!((s.events, s.released, s.held, s.forced), (5, 5, 0, 0));
+        // Thread 2's begin was held on arrival (1), its exit behind it (1).
+        assert_eq!(s.holds, 2);
+        assert!((s.hold_back_ratio() - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn acquisitions_of_one_mutex_pass_in_order() {
+        let mut f = OrderFilter::new(100);
+        let m = 7;
+        let out = run(
+            &mut f,
+            vec![
+                ev(2, SyncEvent::MutexAcquire { mutex: m, n: 2 }),
+                ev(2, SyncEvent::MutexRelease { mutex: m, n: 2 }),
+                ev(1, SyncEvent::MutexAcquire { mutex: m, n: 1 }),
+                ev(1, SyncEvent::MutexRelease { mutex: m, n: 1 }),
+            ],
+        );
+        let order: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
+        assert_eq!(order, vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn a_barrier_departure_waits_for_every_arrival() {
+        let mut f = OrderFilter::new(100);
+        let depart = |t| {
+            ev(
+                t,
+                SyncEvent::BarrierDepart {
+                    barrier: 1,
+                    generation: 0,
+                    parties: 3,
+                },
+            )
+        };
+        let arrive = |t| {
+            ev(
+                t,
+                SyncEvent::BarrierArrive {
+                    barrier: 1,
+                    generation: 0,
+                },
+            )
+        };
+        let out = run(
+            &mut f,
+            vec![
+                arrive(1),
+                depart(1),
+                arrive(2),
+                depart(2),
+                arrive(3),
+                depart(3),
+            ],
+        );
+        let kinds: Vec<bool> = out
+            .iter()
+            .map(|(_, k)| matches!(k, SyncEvent::BarrierArrive { .. }))
+            .collect();
+        assert_eq!(kinds, vec![true, true, true, false, false, false]);
+    }
+
+    #[test]
+    fn a_lost_cause_stalls_within_the_bound_and_is_reported() {
+        let mut f = OrderFilter::new(16);
+        let mut events = vec![ev(2, SyncEvent::MutexAcquire { mutex: 1, n: 2 })];
+        events.extend((0..100).map(|_| ev(2, SyncEvent::Other)));
+        let out = run(&mut f, events);
+        let s = f.stats();
+        assert!(s.peak_held <= 17, "{s:?}");
+        assert!(s.held <= 16);
+        assert_eq!(s.forced, 1);
+        assert_eq!(out.len() as u64, s.released);
+        assert_eq!(
+            f.take_stalls(),
+            vec![Stall {
+                thread: 2,
+                waited_for: Need::Release { mutex: 1, n: 1 },
+                held: 17
+            }]
+        );
+        // The late release passes, and the next acquisition needs release 2, not 1.
+        let out = run(
+            &mut f,
+            vec![
+                ev(1, SyncEvent::MutexRelease { mutex: 1, n: 1 }),
+                ev(3, SyncEvent::MutexAcquire { mutex: 1, n: 3 }),
+            ],
+        );
+        assert_eq!(out.len(), 1);
+        let mut rest = Vec::new();
+        f.finish(&mut |e| rest.push(e.kind));
+        assert_eq!(rest, vec![SyncEvent::MutexAcquire { mutex: 1, n: 3 }]);
+        assert_eq!(f.stats().forced, 2);
+        assert_eq!(f.stats().held, 0);
+    }
+}
