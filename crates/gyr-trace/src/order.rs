@@ -217,9 +217,13 @@ impl Released {
         }
     }
 
-    /// Records a released event; returns the object whose waiters may now pass.
-    fn pass(&mut self, kind: SyncEvent) -> Option<Key> {
+    /// Records a released event of `thread`; returns the object whose waiters may now pass.
+    fn pass(&mut self, thread: u64, kind: SyncEvent) -> Option<Key> {
         match kind {
+            SyncEvent::Exit => {
+                self.exited.insert(thread);
+                Some(Key::Exit(thread))
+            }
             SyncEvent::Fork { child } => {
                 self.forked.insert(child);
                 Some(Key::Fork(child))
@@ -377,11 +381,7 @@ impl<T> OrderFilter<T> {
     }
 
     fn release(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
-        if let SyncEvent::Exit = event.kind {
-            self.released.exited.insert(event.thread);
-            self.wake(Key::Exit(event.thread));
-        }
-        if let Some(key) = self.released.pass(event.kind) {
+        if let Some(key) = self.released.pass(event.thread, event.kind) {
             self.wake(key);
         }
         self.stats.released += 1;
