@@ -609,5 +609,9 @@ mod tests {
         assert_eq!(rest, vec![SyncEvent::MutexAcquire { mutex: 1, n: 3 }]);
         assert_eq!(f.stats().forced, 2);
         assert_eq!(f.stats().held, 0);
+        assert!(
+            f.waiters.is_empty(),
+            "causes that never came leave no waiters"
+        );
     }
 }
