@@ -15,6 +15,39 @@ pub fn derive_sensor(input: TokenStream) -> TokenStream {
     }
 }
 
+/// Makes a function a span: `gyr.span.begin` when it is called, `gyr.span.end` when it returns
+/// or unwinds, named after the function unless `#[instrument(name = "...")]` says otherwise.
+#[proc_macro_attribute]
+pub fn instrument(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut func = parse_macro_input!(item as syn::ItemFn);
+    let mut name = func.sig.ident.to_string();
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("name") {
+            let lit: LitStr = meta.value()?.parse()?;
+            name = lit.value();
+            Ok(())
+        } else {
+            Err(meta.error("unknown instrument argument; the one supported is `name = \"...\"`"))
+        }
+    });
+    parse_macro_input!(attr with parser);
+    if let Some(a) = &func.sig.asyncness {
+        return syn::Error::new_spanned(
+            a,
+            "a span is scoped to one thread, and an async fn can move between threads at each \
+             await: open `gyr::span!` around code without awaits instead",
+        )
+        .to_compile_error()
+        .into();
+    }
+    let block = &func.block;
+    *func.block = syn::parse_quote!({
+        let __gyr_span = ::gyr::span::Span::enter(#name);
+        #block
+    });
+    quote!(#func).into()
+}
+
 fn snake_case(name: &str) -> String {
     let mut out = String::new();
     for (i, c) in name.chars().enumerate() {

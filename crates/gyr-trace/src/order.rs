@@ -20,6 +20,7 @@
 //! | `ThreadBegin { parent: Some(p) }` of thread `t` | `p`'s `Fork { child: t }` |
 //! | `JoinEnd { joined: j }` | `j`'s `Exit` |
 //! | `MutexAcquire { mutex: m, n }` | `MutexRelease { mutex: m, n: n - 1 }` (the first needs none) |
+//! | `SharedAcquire { lock: m, after: k }` | `MutexRelease { mutex: m, n: k }` (a read lock after the `k`th write) |
 //! | `CondSignal { cond: c, n }` | `CondSignal { cond: c, n: n - 1 }` (signals and broadcasts share `n`) |
 //! | `CondWake { cond: c, after: k }` | `CondSignal { cond: c, n: k }` (`k` = 0: woken by a timeout) |
 //! | `BarrierDepart { barrier: b, generation: g, parties }` | `parties` arrivals at `b` in generation `g` |
@@ -56,6 +57,9 @@ pub enum SyncEvent {
     MutexAcquire { mutex: u64, n: u64 },
     /// The release of `mutex` after its `n`th acquisition.
     MutexRelease { mutex: u64, n: u64 },
+    /// A shared (read) acquisition of `lock`, whose exclusive acquisitions are numbered as a
+    /// mutex's, after `after` of them were released.
+    SharedAcquire { lock: u64, after: u64 },
     /// The `n`th signal or broadcast of `cond` (counted from 1 per condition).
     CondSignal { cond: u64, n: u64 },
     /// A wait on `cond` returned, with `after` signals counted when it woke.
@@ -184,6 +188,10 @@ impl Released {
             SyncEvent::ThreadBegin { parent: Some(_) } => Need::Fork { child: thread },
             SyncEvent::JoinEnd { joined } => Need::Exit { thread: joined },
             SyncEvent::MutexAcquire { mutex, n } if n > 1 => Need::Release { mutex, n: n - 1 },
+            SyncEvent::SharedAcquire { lock, after } if after > 0 => Need::Release {
+                mutex: lock,
+                n: after,
+            },
             SyncEvent::CondSignal { cond, n } if n > 1 => Need::Signal { cond, n: n - 1 },
             SyncEvent::CondWake { cond, after } if after > 0 => Need::Signal { cond, n: after },
             SyncEvent::BarrierDepart {

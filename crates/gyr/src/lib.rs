@@ -23,7 +23,9 @@
 //! - [`Sink`], [`FileSink`], [`MemorySink`], [`ChannelSink`], [`CallbackSink`]: outputs;
 //! - [`DynamicSensor`], [`load_spec`]: event types defined at run time or in a spec file;
 //! - [`steer`]: steering objects, parameters, probes, actuators, synch points, functions and the
-//!   steering log.
+//!   steering log;
+//! - [`thread`] and [`sync`]: `std::thread` and `std::sync` wrappers that record Falcon's thread
+//!   events (fork, join, locks, conditions, barriers); [`span!`]: scoped sensors.
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -39,6 +41,7 @@ mod dynamic;
 mod exit;
 pub mod extended;
 mod monitor;
+mod primitives;
 mod producer;
 mod registry;
 mod ring;
@@ -48,9 +51,11 @@ pub mod sensor;
 #[cfg(feature = "server")]
 pub mod server;
 mod sink;
+pub mod span;
 mod state;
 pub mod steer;
-mod sync;
+pub mod sync;
+pub mod thread;
 
 pub use batch::Batch;
 pub use clock::now_ns;
@@ -79,6 +84,11 @@ pub use gyr_macros::Steerable;
 /// the struct renames the event type (default: the struct's name in snake case).
 #[cfg(feature = "derive")]
 pub use gyr_macros::Sensor;
+
+/// `#[gyr::instrument]`: makes a function a span (see [`span`](mod@span)); `name = "..."`
+/// renames it.
+#[cfg(feature = "derive")]
+pub use gyr_macros::instrument;
 
 #[doc(hidden)]
 pub mod __private {

@@ -20,8 +20,8 @@
 
 use crate::batch::Batch;
 use crate::clock::clock;
+use crate::primitives::lock;
 use crate::state::{MonitorSlot, RingEntry, Shared, os_tid};
-use crate::sync::lock;
 use gyr_core::ThreadInfo;
 use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader, push_record, stride};
 use std::sync::Arc;

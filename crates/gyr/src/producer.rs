@@ -15,7 +15,7 @@ use crate::registry::Limits;
 use crate::ring::{Reservation, Reserve, Ring};
 use crate::state::{self, RingEntry, Shared};
 use gyr_core::record::{RECORD_ALIGN, RECORD_HEADER_LEN, RecordHeader};
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -44,6 +44,35 @@ impl Drop for ThreadBuffer {
 
 thread_local! {
     static LOCAL: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
+    /// The id this thread's parent reserved for it, with the runtime's epoch.
+    static RESERVED: Cell<Option<ReservedThread>> = const { Cell::new(None) };
+}
+
+/// A thread id reserved for a thread about to be created (see [`reserve_thread`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReservedThread {
+    pub(crate) epoch: u64,
+    pub(crate) id: u64,
+}
+
+/// Reserves gyr's id for a thread about to be created, so that the fork event can name the
+/// child; `None` when no runtime runs.
+pub(crate) fn reserve_thread() -> Option<ReservedThread> {
+    let shared = state::current()?;
+    Some(ReservedThread {
+        epoch: shared.epoch,
+        id: shared.reserve_thread(),
+    })
+}
+
+/// Makes the calling (new) thread take the id its parent reserved, if it has not attached yet.
+pub(crate) fn adopt_thread(reserved: ReservedThread) {
+    let _ = RESERVED.try_with(|r| r.set(Some(reserved)));
+}
+
+/// gyr's id for the calling thread in the running runtime, attaching it if needed.
+pub(crate) fn current_thread_id() -> Option<u64> {
+    buffer().map(|b| b.entry.info.id)
 }
 
 /// Records one event of type `id` with a payload of `len` bytes written by `encode`.
@@ -131,7 +160,13 @@ fn attach(slot: &mut Option<ThreadBuffer>, epoch: u64) -> Option<&mut ThreadBuff
     if shared.epoch != epoch {
         return None;
     }
-    let entry = shared.register_thread();
+    let reserved = RESERVED
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .filter(|r| r.epoch == epoch)
+        .map(|r| r.id);
+    let entry = shared.register_thread(reserved);
     let policy = shared.config.policy;
     let producer = entry.ring.producer();
     *slot = Some(ThreadBuffer {

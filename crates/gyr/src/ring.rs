@@ -27,7 +27,7 @@
 //! is announced through [`Ring::note_dropped`]: the consumer turns gaps in the sequence into
 //! `gyr.lost` events, so nothing is lost silently.
 
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, ByteBuf, Ordering};
+use crate::primitives::{AtomicBool, AtomicU64, AtomicUsize, ByteBuf, Ordering};
 use gyr_core::record::stride;
 
 /// The length value that marks "skip to the start of the buffer".

@@ -19,11 +19,11 @@ use crate::batch::Stats;
 use crate::clock::clock;
 use crate::config::Config;
 use crate::monitor;
+use crate::primitives::lock;
 use crate::sink::{FileSink, Sink, SinkSet};
 #[cfg(feature = "server")]
 use crate::state::Stop;
 use crate::state::{EPOCH, RUNTIME, Shared, UNRECORDED, current};
-use crate::sync::lock;
 use gyr_core::{TraceEnd, TraceHeader};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

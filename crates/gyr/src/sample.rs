@@ -10,9 +10,9 @@
 //! [`Rate::PerSecond`](crate::control::Rate::PerSecond).
 
 use crate::config::DEFAULT_SAMPLE_INTERVAL;
+use crate::primitives::lock;
 use crate::registry::{self, RegisterError, STATE_OFF, SensorType};
 use crate::sensor::SensorField;
-use crate::sync::lock;
 use gyr_core::Field;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -8,9 +8,9 @@
 
 use crate::batch::Stats;
 use crate::config::Config;
+use crate::primitives::lock;
 use crate::ring::Ring;
 use crate::sink::SinkSet;
-use crate::sync::lock;
 use gyr_core::{ThreadInfo, TraceHeader};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -113,8 +113,10 @@ pub(crate) fn os_tid() -> u64 {
 
 impl Shared {
     /// Gives the calling thread a ring, assigned to the least-loaded monitor (Falcon).
-    pub(crate) fn register_thread(&self) -> Arc<RingEntry> {
-        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
+    /// `id` is the one reserved for the thread when it was forked ([`Shared::reserve_thread`]),
+    /// if it was.
+    pub(crate) fn register_thread(&self, id: Option<u64>) -> Arc<RingEntry> {
+        let id = id.unwrap_or_else(|| self.reserve_thread());
         let thread = std::thread::current();
         let name = thread
             .name()
@@ -134,6 +136,12 @@ impl Shared {
         });
         lock(&self.rings).push(entry.clone());
         entry
+    }
+
+    /// A thread id for a thread about to be created, so that its parent's fork event can name
+    /// it before the child has run.
+    pub(crate) fn reserve_thread(&self) -> u64 {
+        self.next_thread.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The monitor a new thread should go to: least load, then fewest rings.

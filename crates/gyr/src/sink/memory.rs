@@ -2,7 +2,7 @@
 
 use super::Sink;
 use crate::batch::Batch;
-use crate::sync::lock;
+use crate::primitives::lock;
 use gyr_core::record::RecordRef;
 use gyr_core::value::decode;
 use gyr_core::{Schema, ThreadInfo, TraceEnd, Value};
