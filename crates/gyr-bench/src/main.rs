@@ -7,6 +7,7 @@ mod capture;
 mod figures;
 mod floor;
 mod hub;
+mod ordering;
 mod peers;
 mod sensors;
 mod soak;
@@ -63,6 +64,15 @@ enum Bench {
     /// The web page under load: a hub fed by a program with 1000 threads and 200 series,
     /// watched by the real page in headless Chromium; time per frame and bytes per second.
     Web {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// A shorter run (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Falcon's on-line ordering filter on a synthetic 64-thread lock-heavy stream.
+    Ordering {
         /// End with one JSON object on the last line of stdout.
         #[arg(long)]
         json: bool,
@@ -141,6 +151,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Steering { json, quick } => steering::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),
+        Bench::Ordering { json, quick } => ordering::run(json, quick),
         Bench::HubFeeder {
             addr,
             processes,

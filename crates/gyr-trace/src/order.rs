@@ -40,7 +40,11 @@
 //! Falcon measured how misordered a stream is by its hold-back ratio: the times events were
 //! held back (an event examined again and still held counts again) over the events.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+/// Hash maps with a fast hasher: the filter looks up a thread and an object per event.
+type Map<K, V> = foldhash::HashMap<K, V>;
+type Set<K> = foldhash::HashSet<K>;
 
 /// The thread-level meaning of an event, as far as ordering is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,8 +151,11 @@ impl OrderStats {
 enum Key {
     Fork(u64),
     Exit(u64),
-    Mutex(u64),
-    Cond(u64),
+    /// The release after acquisition `n` of a mutex: each waiter waits for exactly one, so a
+    /// release wakes only the acquisition it lets pass, not every waiter of the mutex.
+    Release(u64, u64),
+    /// Signal `n` of a condition.
+    Signal(u64, u64),
     Barrier(u64, u64),
 }
 
@@ -157,8 +164,8 @@ impl Need {
         match self {
             Need::Fork { child } => Key::Fork(child),
             Need::Exit { thread } => Key::Exit(thread),
-            Need::Release { mutex, .. } => Key::Mutex(mutex),
-            Need::Signal { cond, .. } => Key::Cond(cond),
+            Need::Release { mutex, n } => Key::Release(mutex, n),
+            Need::Signal { cond, n } => Key::Signal(cond, n),
             Need::Arrivals {
                 barrier,
                 generation,
@@ -171,14 +178,14 @@ impl Need {
 /// What has been released so far, per object.
 #[derive(Debug, Default)]
 struct Released {
-    forked: HashSet<u64>,
-    exited: HashSet<u64>,
-    /// Per mutex, the highest `n` whose release has passed.
-    mutex: HashMap<u64, u64>,
-    /// Per condition, the highest signal number passed (signals pass in order).
-    cond: HashMap<u64, u64>,
+    forked: Set<u64>,
+    exited: Set<u64>,
+    /// Per mutex, the highest `n` whose release has passed, and who waits for which.
+    mutex: Map<u64, Counted>,
+    /// Per condition, the highest signal number passed (signals pass in order), and waiters.
+    cond: Map<u64, Counted>,
     /// Per barrier generation, the arrivals passed.
-    arrivals: HashMap<(u64, u64), u32>,
+    arrivals: Map<(u64, u64), u32>,
 }
 
 impl Released {
@@ -212,8 +219,8 @@ impl Released {
         match need {
             Need::Fork { child } => self.forked.contains(&child),
             Need::Exit { thread } => self.exited.contains(&thread),
-            Need::Release { mutex, n } => self.mutex.get(&mutex).is_some_and(|&r| r >= n),
-            Need::Signal { cond, n } => self.cond.get(&cond).is_some_and(|&s| s >= n),
+            Need::Release { mutex, n } => self.mutex.get(&mutex).is_some_and(|c| c.count >= n),
+            Need::Signal { cond, n } => self.cond.get(&cond).is_some_and(|c| c.count >= n),
             Need::Arrivals {
                 barrier,
                 generation,
@@ -225,8 +232,9 @@ impl Released {
         }
     }
 
-    /// Records a released event of `thread`; returns the object whose waiters may now pass.
-    fn pass(&mut self, thread: u64, kind: SyncEvent) -> Option<Key> {
+    /// Records a released event of `thread`; returns the key whose waiters may now pass, and
+    /// adds counted objects' waiters that may to `woken`.
+    fn pass(&mut self, thread: u64, kind: SyncEvent, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
         match kind {
             SyncEvent::Exit => {
                 self.exited.insert(thread);
@@ -237,14 +245,12 @@ impl Released {
                 Some(Key::Fork(child))
             }
             SyncEvent::MutexRelease { mutex, n } => {
-                let r = self.mutex.entry(mutex).or_default();
-                *r = (*r).max(n);
-                Some(Key::Mutex(mutex))
+                raise(&mut self.mutex, mutex, n, Key::Release, woken);
+                None
             }
             SyncEvent::CondSignal { cond, n } => {
-                let s = self.cond.entry(cond).or_default();
-                *s = (*s).max(n);
-                Some(Key::Cond(cond))
+                raise(&mut self.cond, cond, n, Key::Signal, woken);
+                None
             }
             SyncEvent::BarrierArrive {
                 barrier,
@@ -258,7 +264,7 @@ impl Released {
     }
 
     /// Records `need` as met, for an event released without its cause.
-    fn assume(&mut self, need: Need) -> Key {
+    fn assume(&mut self, need: Need, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
         match need {
             Need::Fork { child } => {
                 self.forked.insert(child);
@@ -267,12 +273,12 @@ impl Released {
                 self.exited.insert(thread);
             }
             Need::Release { mutex, n } => {
-                let r = self.mutex.entry(mutex).or_default();
-                *r = (*r).max(n);
+                raise(&mut self.mutex, mutex, n, Key::Release, woken);
+                return None;
             }
             Need::Signal { cond, n } => {
-                let s = self.cond.entry(cond).or_default();
-                *s = (*s).max(n);
+                raise(&mut self.cond, cond, n, Key::Signal, woken);
+                return None;
             }
             Need::Arrivals {
                 barrier,
@@ -283,13 +289,51 @@ impl Released {
                 *a = (*a).max(parties);
             }
         }
-        need.key()
+        Some(need.key())
     }
 }
 
-/// A thread's held events, oldest first, each with its arrival number.
+/// A counted object (a mutex's releases, a condition's signals): the count passed so far and
+/// the queues waiting for a number not yet passed. Keeping the waiters with the object makes a
+/// hold, a release and a wake-up one lookup each.
+#[derive(Debug, Default)]
+struct Counted {
+    count: u64,
+    /// `(n, slot)`: the queue in `slot` waits for number `n`.
+    waiters: Vec<(u64, u32)>,
+}
+
+/// Raises an object's count to `n`, moving the waiters it satisfies to `woken`.
+fn raise(
+    counts: &mut Map<u64, Counted>,
+    object: u64,
+    n: u64,
+    key: fn(u64, u64) -> Key,
+    woken: &mut Vec<(Key, u32)>,
+) {
+    let c = counts.entry(object).or_default();
+    if n <= c.count {
+        return;
+    }
+    c.count = n;
+    if c.waiters.is_empty() {
+        return;
+    }
+    c.waiters.retain(|&(w, slot)| {
+        if w <= n {
+            woken.push((key(object, w), slot));
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// A thread's held events, oldest first, each with its arrival number. Queues are kept for
+/// the thread's life so that holding an event allocates nothing once the queue has grown.
 #[derive(Debug)]
-struct Held<T> {
+struct Queue<T> {
+    thread: u64,
     events: VecDeque<(u64, Event<T>)>,
     /// The object the head waits on.
     waiting_on: Option<Key>,
@@ -300,12 +344,21 @@ struct Held<T> {
 pub struct OrderFilter<T> {
     max_held: usize,
     released: Released,
-    held: HashMap<u64, Held<T>>,
-    waiters: HashMap<Key, Vec<u64>>,
-    /// Threads to examine again, from objects that changed.
-    ready: Vec<u64>,
+    /// Each thread's queue, by slot; slots of exited threads are reused.
+    queues: Vec<Queue<T>>,
+    slots: Map<u64, u32>,
+    free: Vec<u32>,
+    /// The last thread looked up and its slot: events come in bursts of one thread.
+    last: Option<(u64, u32)>,
+    waiters: Map<Key, Vec<u32>>,
+    /// Emptied waiter lists, reused so that a hold allocates nothing.
+    spare: Vec<Vec<u32>>,
+    /// Waiters of counted objects a release lets pass, to examine again.
+    woken: Vec<(Key, u32)>,
+    /// Slots to examine again, from objects that changed.
+    ready: Vec<u32>,
     stats: OrderStats,
-    stalls: Vec<Stall>,
+    stalls: VecDeque<Stall>,
 }
 
 /// The most stalls kept for [`OrderFilter::take_stalls`]; all are counted in `forced`.
@@ -317,41 +370,44 @@ impl<T> OrderFilter<T> {
         OrderFilter {
             max_held: max_held.max(1),
             released: Released::default(),
-            held: HashMap::new(),
-            waiters: HashMap::new(),
+            queues: Vec::new(),
+            slots: Map::default(),
+            free: Vec::new(),
+            last: None,
+            waiters: Map::default(),
+            spare: Vec::new(),
+            woken: Vec::new(),
             ready: Vec::new(),
             stats: OrderStats::default(),
-            stalls: Vec::new(),
+            stalls: VecDeque::new(),
         }
     }
 
     /// Takes in one event; calls `out` with every event it releases, in causal order.
+    #[inline]
     pub fn push(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
         self.stats.events += 1;
         let arrival = self.stats.events;
-        let thread = event.thread;
-        if let Some(h) = self.held.get_mut(&thread) {
+        let slot = self.slot(event.thread);
+        let q = &mut self.queues[slot as usize];
+        if !q.events.is_empty() {
             // Behind an earlier event of its thread.
-            h.events.push_back((arrival, event));
+            q.events.push_back((arrival, event));
             self.stats.holds += 1;
             self.note_held(1);
-        } else if let Some(need) = self.released.need(thread, event.kind) {
-            let mut events = VecDeque::new();
-            events.push_back((arrival, event));
-            self.held.insert(
-                thread,
-                Held {
-                    events,
-                    waiting_on: None,
-                },
-            );
-            self.wait(thread, need.key());
+        } else if event.kind != SyncEvent::Other
+            && let Some(need) = self.released.need(event.thread, event.kind)
+        {
+            q.events.push_back((arrival, event));
+            self.wait(slot, need.key());
             self.stats.holds += 1;
             self.note_held(1);
         } else {
             self.release(event, out);
         }
-        self.run_ready(out);
+        if !self.ready.is_empty() {
+            self.run_ready(out);
+        }
         while self.stats.held > self.max_held {
             self.force_oldest(out);
         }
@@ -372,7 +428,62 @@ impl<T> OrderFilter<T> {
 
     /// The stalls reported since the last call (the most recent [`KEPT_STALLS`]).
     pub fn take_stalls(&mut self) -> Vec<Stall> {
-        std::mem::take(&mut self.stalls)
+        std::mem::take(&mut self.stalls).into()
+    }
+
+    /// The queue slot of `thread`, made on its first event.
+    #[inline]
+    fn slot(&mut self, thread: u64) -> u32 {
+        if let Some((t, s)) = self.last
+            && t == thread
+        {
+            return s;
+        }
+        let slot = match self.slots.get(&thread) {
+            Some(&s) => s,
+            None => self.new_slot(thread),
+        };
+        self.last = Some((thread, slot));
+        slot
+    }
+
+    #[cold]
+    fn new_slot(&mut self, thread: u64) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.queues[s as usize].thread = thread;
+                s
+            }
+            None => {
+                self.queues.push(Queue {
+                    thread,
+                    events: VecDeque::new(),
+                    waiting_on: None,
+                });
+                (self.queues.len() - 1) as u32
+            }
+        };
+        self.slots.insert(thread, slot);
+        slot
+    }
+
+    /// Forgets an exited thread whose queue is empty, so that slots stay as many as the
+    /// threads alive.
+    fn retire(&mut self, thread: u64) {
+        if let Some(&slot) = self.slots.get(&thread)
+            && self.queues[slot as usize].events.is_empty()
+        {
+            self.slots.remove(&thread);
+            let q = &mut self.queues[slot as usize];
+            q.waiting_on = None;
+            if q.events.capacity() > 1024 {
+                q.events = VecDeque::new();
+            }
+            self.free.push(slot);
+            if self.last.is_some_and(|(t, _)| t == thread) {
+                self.last = None;
+            }
+        }
     }
 
     fn note_held(&mut self, more: usize) {
@@ -380,61 +491,100 @@ impl<T> OrderFilter<T> {
         self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
     }
 
-    fn wait(&mut self, thread: u64, key: Key) {
-        let h = self.held.get_mut(&thread).expect("a held thread");
-        if h.waiting_on != Some(key) {
-            h.waiting_on = Some(key);
-            self.waiters.entry(key).or_default().push(thread);
+    fn wait(&mut self, slot: u32, key: Key) {
+        let q = &mut self.queues[slot as usize];
+        if q.waiting_on != Some(key) {
+            q.waiting_on = Some(key);
+            let counted = match key {
+                Key::Release(m, n) => Some((&mut self.released.mutex, m, n)),
+                Key::Signal(c, n) => Some((&mut self.released.cond, c, n)),
+                _ => None,
+            };
+            if let Some((counts, object, n)) = counted {
+                counts.entry(object).or_default().waiters.push((n, slot));
+                return;
+            }
+            let spare = &mut self.spare;
+            self.waiters
+                .entry(key)
+                .or_insert_with(|| spare.pop().unwrap_or_default())
+                .push(slot);
         }
     }
 
+    #[inline]
     fn release(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
-        if let Some(key) = self.released.pass(event.thread, event.kind) {
+        self.stats.released += 1;
+        if event.kind == SyncEvent::Other {
+            // Nothing waits for it: skip the bookkeeping (half of most streams).
+            out(event);
+            return;
+        }
+        let exit = matches!(event.kind, SyncEvent::Exit).then_some(event.thread);
+        let key = self
+            .released
+            .pass(event.thread, event.kind, &mut self.woken);
+        if key.is_some() || !self.woken.is_empty() {
+            self.wake_passed(key);
+        }
+        out(event);
+        if let Some(thread) = exit {
+            self.retire(thread);
+        }
+    }
+
+    /// Wakes the waiters of `key` and the counted objects' waiters in `self.woken`.
+    fn wake_passed(&mut self, key: Option<Key>) {
+        if let Some(key) = key {
             self.wake(key);
         }
-        self.stats.released += 1;
-        out(event);
+        for (key, slot) in self.woken.drain(..) {
+            let q = &mut self.queues[slot as usize];
+            if q.waiting_on == Some(key) {
+                q.waiting_on = None;
+                self.ready.push(slot);
+            }
+        }
     }
 
     fn wake(&mut self, key: Key) {
-        if let Some(threads) = self.waiters.remove(&key) {
-            for t in threads {
-                if let Some(h) = self.held.get_mut(&t)
-                    && h.waiting_on == Some(key)
-                {
-                    h.waiting_on = None;
-                    self.ready.push(t);
+        if let Some(mut slots) = self.waiters.remove(&key) {
+            for s in slots.drain(..) {
+                let q = &mut self.queues[s as usize];
+                if q.waiting_on == Some(key) {
+                    q.waiting_on = None;
+                    self.ready.push(s);
                 }
+            }
+            if self.spare.len() < 1024 {
+                self.spare.push(slots);
             }
         }
     }
 
     /// Examines again the threads whose causes may have passed, releasing what now may.
     fn run_ready(&mut self, out: &mut impl FnMut(Event<T>)) {
-        while let Some(t) = self.ready.pop() {
-            self.drain_thread(t, out);
+        while let Some(s) = self.ready.pop() {
+            self.drain_queue(s, out);
         }
     }
 
-    /// Releases `thread`'s held events from the head while their causes have passed.
-    fn drain_thread(&mut self, thread: u64, out: &mut impl FnMut(Event<T>)) {
+    /// Releases a queue's events from the head while their causes have passed.
+    fn drain_queue(&mut self, slot: u32, out: &mut impl FnMut(Event<T>)) {
         loop {
-            let Some(h) = self.held.get_mut(&thread) else {
+            let q = &mut self.queues[slot as usize];
+            let Some((_, head)) = q.events.front() else {
                 return;
             };
-            let Some((_, head)) = h.events.front() else {
-                self.held.remove(&thread);
-                return;
-            };
-            if let Some(need) = self.released.need(thread, head.kind) {
+            let thread = q.thread;
+            if head.kind != SyncEvent::Other
+                && let Some(need) = self.released.need(thread, head.kind)
+            {
                 self.stats.holds += 1;
-                self.wait(thread, need.key());
+                self.wait(slot, need.key());
                 return;
             }
-            let (_, event) = h.events.pop_front().expect("a head");
-            if h.events.is_empty() {
-                self.held.remove(&thread);
-            }
+            let (_, event) = q.events.pop_front().expect("a head");
             self.stats.held -= 1;
             self.release(event, out);
         }
@@ -442,37 +592,33 @@ impl<T> OrderFilter<T> {
 
     /// Releases the event held longest as if its cause had passed, and reports it.
     fn force_oldest(&mut self, out: &mut impl FnMut(Event<T>)) {
-        let Some((&thread, _)) = self
-            .held
+        let Some((slot, _)) = self
+            .queues
             .iter()
-            .filter_map(|(t, h)| h.events.front().map(|(a, _)| (t, *a)))
+            .enumerate()
+            .filter_map(|(s, q)| q.events.front().map(|(a, _)| (s as u32, *a)))
             .min_by_key(|&(_, a)| a)
         else {
             return;
         };
-        let head = self.held[&thread]
-            .events
-            .front()
-            .expect("found above")
-            .1
-            .kind;
+        let q = &self.queues[slot as usize];
+        let thread = q.thread;
+        let head = q.events.front().expect("found above").1.kind;
         if let Some(need) = self.released.need(thread, head) {
-            self.stalls.push(Stall {
+            if self.stalls.len() == KEPT_STALLS {
+                self.stalls.pop_front();
+            }
+            self.stalls.push_back(Stall {
                 thread,
                 waited_for: need,
                 held: self.stats.held,
             });
-            if self.stalls.len() > KEPT_STALLS {
-                self.stalls.remove(0);
-            }
             self.stats.forced += 1;
-            let key = self.released.assume(need);
-            self.wake(key);
+            let key = self.released.assume(need, &mut self.woken);
+            self.wake_passed(key);
         }
-        if let Some(h) = self.held.get_mut(&thread) {
-            h.waiting_on = None;
-        }
-        self.ready.push(thread);
+        self.queues[slot as usize].waiting_on = None;
+        self.ready.push(slot);
         self.run_ready(out);
     }
 }

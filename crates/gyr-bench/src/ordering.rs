@@ -1,0 +1,223 @@
+//! `gyr-bench ordering`: Falcon's on-line ordering filter on a synthetic lock-heavy stream of
+//! 64 threads, delivered the way per-thread rings and monitors deliver it (each monitor pass
+//! takes every thread's new events, thread by thread, in an order of its own).
+//!
+//! Figures: `events_per_s` through the filter (best of the runs; the median is printed too),
+//! Falcon's `hold_back_ratio`, `peak_held`.
+
+use crate::figures::{percentile, r3};
+use gyr_trace::{Event, OrderFilter, SyncEvent};
+use serde_json::json;
+use std::time::Instant;
+
+/// Threads of the synthetic program, mutexes they share, and events between monitor passes.
+const THREADS: u64 = 64;
+const MUTEXES: u64 = 16;
+const PASS_EVENTS: usize = 4096;
+
+/// A small, fast, deterministic generator (SplitMix64): the stream is the same in every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Where a synthetic thread is in its loop: lock, two events of work, unlock.
+#[derive(Clone, Copy)]
+enum Step {
+    Begin,
+    Lock,
+    Work(u8, u64, u64),
+    Unlock(u64, u64),
+    Done,
+}
+
+/// A causally valid history of about `events` events (thread 0 forks the others, they lock and
+/// unlock shared mutexes, thread 0 joins them), as each thread's events with their place in
+/// the history.
+fn history(events: usize, rng: &mut Rng) -> Vec<Vec<(usize, SyncEvent)>> {
+    let mut per_thread: Vec<Vec<(usize, SyncEvent)>> = vec![Vec::new(); THREADS as usize + 1];
+    let mut at = 0usize;
+    let mut push = |per_thread: &mut Vec<Vec<(usize, SyncEvent)>>, t: u64, e: SyncEvent| {
+        per_thread[t as usize].push((at, e));
+        at += 1;
+    };
+    push(&mut per_thread, 0, SyncEvent::ThreadBegin { parent: None });
+    for child in 1..=THREADS {
+        push(&mut per_thread, 0, SyncEvent::Fork { child });
+    }
+    let mut steps = vec![Step::Begin; THREADS as usize + 1];
+    let mut holder = vec![0u64; MUTEXES as usize];
+    let mut count = vec![0u64; MUTEXES as usize];
+    let per_child = events / THREADS as usize;
+    let mut done = 0;
+    while done < THREADS {
+        let t = 1 + rng.below(THREADS);
+        let i = t as usize;
+        let made = per_thread[i].len();
+        let (event, next) = match steps[i] {
+            Step::Begin => (SyncEvent::ThreadBegin { parent: Some(0) }, Step::Lock),
+            Step::Lock if made >= per_child => (SyncEvent::Exit, Step::Done),
+            Step::Lock => {
+                let m = rng.below(MUTEXES);
+                if holder[m as usize] != 0 {
+                    continue;
+                }
+                holder[m as usize] = t;
+                count[m as usize] += 1;
+                let n = count[m as usize];
+                (SyncEvent::MutexAcquire { mutex: m, n }, Step::Work(0, m, n))
+            }
+            Step::Work(k, m, n) => (
+                SyncEvent::Other,
+                if k == 1 {
+                    Step::Unlock(m, n)
+                } else {
+                    Step::Work(k + 1, m, n)
+                },
+            ),
+            Step::Unlock(m, n) => {
+                holder[m as usize] = 0;
+                (SyncEvent::MutexRelease { mutex: m, n }, Step::Lock)
+            }
+            Step::Done => continue,
+        };
+        if matches!(next, Step::Done) {
+            done += 1;
+        }
+        steps[i] = next;
+        push(&mut per_thread, t, event);
+    }
+    for joined in 1..=THREADS {
+        push(&mut per_thread, 0, SyncEvent::JoinEnd { joined });
+    }
+    per_thread
+}
+
+/// The timed part: every event through a filter that may hold a million (callgrind counts this
+/// function alone: `--toggle-collect=*filter_all*`).
+#[inline(never)]
+fn filter_all(input: Vec<Event<u64>>) -> (OrderFilter<u64>, usize) {
+    let mut filter = OrderFilter::new(1 << 20);
+    let mut released = 0usize;
+    for e in input {
+        filter.push(e, &mut |e| {
+            released += 1;
+            std::hint::black_box(&e);
+        });
+    }
+    filter.finish(&mut |_| released += 1);
+    (filter, released)
+}
+
+/// The history as monitors deliver it: every `PASS_EVENTS` events of the history, a pass takes
+/// each thread's new events, visiting the threads in a shuffled order.
+fn delivered(per_thread: &[Vec<(usize, SyncEvent)>], rng: &mut Rng) -> Vec<Event<u64>> {
+    let total: usize = per_thread.iter().map(Vec::len).sum();
+    let mut next = vec![0usize; per_thread.len()];
+    let mut order: Vec<usize> = (0..per_thread.len()).collect();
+    let mut out = Vec::with_capacity(total);
+    let mut pass_end = 0;
+    while out.len() < total {
+        pass_end += PASS_EVENTS;
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for &t in &order {
+            let events = &per_thread[t];
+            while next[t] < events.len() && events[next[t]].0 < pass_end {
+                let (at, kind) = events[next[t]];
+                out.push(Event {
+                    thread: t as u64,
+                    kind,
+                    data: at as u64,
+                });
+                next[t] += 1;
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
+    let events = if quick { 1_000_000 } else { 10_000_000 };
+    let runs = if quick { 3 } else { 5 };
+    let mut rng = Rng(0x6779_7221);
+    let per_thread = history(events, &mut rng);
+    let stream = delivered(&per_thread, &mut rng);
+    let n = stream.len();
+    println!(
+        "ordering filter: {n} events of {} threads on {MUTEXES} mutexes, a monitor pass every {PASS_EVENTS} events",
+        THREADS + 1
+    );
+    let mut rates = Vec::new();
+    let mut stats = None;
+    for run in 0..runs {
+        let input = stream.clone();
+        let mut last_at = vec![None::<u64>; THREADS as usize + 1];
+        let start = Instant::now();
+        let (filter, released) = filter_all(input);
+        let secs = start.elapsed().as_secs_f64();
+        anyhow::ensure!(
+            released == n,
+            "the filter released {released} of {n} events"
+        );
+        let s = filter.stats();
+        anyhow::ensure!(s.forced == 0, "the filter forced {} releases", s.forced);
+        if run == 0 {
+            // Check the order once, outside the timing: per thread, history order.
+            let mut filter = OrderFilter::new(1 << 20);
+            let mut bad = 0;
+            for e in stream.clone() {
+                filter.push(e, &mut |e| {
+                    let t = e.thread as usize;
+                    if last_at[t].is_some_and(|p| p > e.data) {
+                        bad += 1;
+                    }
+                    last_at[t] = Some(e.data);
+                });
+            }
+            anyhow::ensure!(bad == 0, "{bad} events out of their thread's order");
+        }
+        let rate = n as f64 / secs;
+        println!("  run {}: {:.1} M events/s", run + 1, rate / 1e6);
+        rates.push(rate);
+        stats = Some(s);
+    }
+    let s = stats.expect("at least one run");
+    let best = rates.iter().cloned().fold(0.0, f64::max);
+    let median = percentile(&mut rates.clone(), 0.5);
+    println!(
+        "events_per_s {:.1} M (median {:.1} M; target >= 30 M), hold-back ratio {:.3}, peak held {}",
+        best / 1e6,
+        median / 1e6,
+        s.hold_back_ratio(),
+        s.peak_held
+    );
+    if json {
+        println!(
+            "{}",
+            json!({
+                "bench": "ordering",
+                "events": n,
+                "threads": THREADS + 1,
+                "events_per_s": best.round(),
+                "events_per_s_median": median.round(),
+                "events_per_s_target": 30e6,
+                "hold_back_ratio": r3(s.hold_back_ratio()),
+                "peak_held": s.peak_held,
+            })
+        );
+    }
+    Ok(())
+}
