@@ -3,6 +3,8 @@
 
 pub mod order;
 pub mod sync_events;
+pub mod timeline;
 
 pub use order::{Event, Need, OrderFilter, OrderStats, Stall, SyncEvent};
-pub use sync_events::SyncDecoder;
+pub use sync_events::{SyncDecoder, ViewEvent, WaitOn};
+pub use timeline::{Arrow, ArrowKind, Run, Segment, State, Tile, Timeline};

@@ -25,6 +25,11 @@ enum Kind {
     CondWake,
     BarrierArrive,
     BarrierDepart,
+    // Known to views only (they start waits, and nothing waits for them).
+    MutexRequest,
+    RwRequest,
+    CondWait,
+    JoinBegin,
 }
 
 use FieldType as F;
@@ -77,6 +82,26 @@ const KNOWN: &[(&str, Layout, Kind)] = &[
         "gyr.barrier.arrive",
         &[("barrier", F::U64), ("generation", F::U64)],
         Kind::BarrierArrive,
+    ),
+    (
+        "gyr.mutex.request",
+        &[("mutex", F::U64)],
+        Kind::MutexRequest,
+    ),
+    (
+        "gyr.rwlock.request",
+        &[("lock", F::U64), ("write", F::Bool)],
+        Kind::RwRequest,
+    ),
+    (
+        "gyr.cond.wait",
+        &[("cond", F::U64), ("mutex", F::U64)],
+        Kind::CondWait,
+    ),
+    (
+        "gyr.thread.join_begin",
+        &[("joined", F::U64)],
+        Kind::JoinBegin,
     ),
     (
         "gyr.barrier.depart",
@@ -142,12 +167,118 @@ impl SyncDecoder {
     }
 }
 
+/// What a thread event means to a view of thread life-times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewEvent {
+    /// The thread began; `parent` forked it (0: unknown).
+    Begin { parent: u64 },
+    /// The thread forked `child`.
+    Fork { child: u64 },
+    /// The thread ended.
+    Exit,
+    /// The thread starts waiting: for a mutex, a read or write lock, a condition, a join or a
+    /// barrier (`object` is its id, or the joined thread).
+    Wait { on: WaitOn, object: u64 },
+    /// The thread holds `lock` (a mutex, or a rwlock for writing), acquisition `n`.
+    Acquire { lock: u64, n: u64 },
+    /// The thread holds `lock` for reading, after `after` writes.
+    AcquireShared { lock: u64, after: u64 },
+    /// The thread releases `lock` after acquisition `n` (a mutex or a write lock).
+    Release { lock: u64, n: u64 },
+    /// Signal or broadcast `n` of `cond`.
+    Signal { cond: u64, n: u64 },
+    /// A wait on `cond` returned after signal `after` (0: timed out).
+    Wake { cond: u64, after: u64 },
+    /// A join of `joined` returned.
+    Joined { joined: u64 },
+    /// The thread reached `barrier` in `generation`.
+    Arrive { barrier: u64, generation: u64 },
+    /// The thread left `barrier`'s `generation`.
+    Depart { barrier: u64, generation: u64 },
+}
+
+/// What a waiting thread waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WaitOn {
+    /// A mutex.
+    Mutex,
+    /// A rwlock, for reading.
+    Read,
+    /// A rwlock, for writing.
+    Write,
+    /// A condition variable.
+    Cond,
+    /// Another thread's end.
+    Join,
+    /// A barrier.
+    Barrier,
+}
+
+impl SyncDecoder {
+    /// What a record means to a life-time view, if it is a thread event.
+    pub fn view(&self, type_id: TypeId, payload: &[u8]) -> Option<ViewEvent> {
+        let Some(Some(kind)) = self.kinds.get(type_id as usize) else {
+            return None;
+        };
+        let p = payload;
+        let a = || u64_at(p, 0);
+        let b = || u64_at(p, 8);
+        Some(match kind {
+            Kind::MutexRequest => ViewEvent::Wait {
+                on: WaitOn::Mutex,
+                object: a()?,
+            },
+            Kind::RwRequest => ViewEvent::Wait {
+                on: if *p.get(8)? != 0 {
+                    WaitOn::Write
+                } else {
+                    WaitOn::Read
+                },
+                object: a()?,
+            },
+            Kind::CondWait => ViewEvent::Wait {
+                on: WaitOn::Cond,
+                object: a()?,
+            },
+            Kind::JoinBegin => ViewEvent::Wait {
+                on: WaitOn::Join,
+                object: a()?,
+            },
+            Kind::BarrierArrive => ViewEvent::Arrive {
+                barrier: a()?,
+                generation: b()?,
+            },
+            Kind::BarrierDepart => ViewEvent::Depart {
+                barrier: a()?,
+                generation: b()?,
+            },
+            _ => match decode(*kind, p)? {
+                SyncEvent::ThreadBegin { parent } => ViewEvent::Begin {
+                    parent: parent.unwrap_or(0),
+                },
+                SyncEvent::Fork { child } => ViewEvent::Fork { child },
+                SyncEvent::Exit => ViewEvent::Exit,
+                SyncEvent::JoinEnd { joined } => ViewEvent::Joined { joined },
+                SyncEvent::MutexAcquire { mutex, n } => ViewEvent::Acquire { lock: mutex, n },
+                SyncEvent::SharedAcquire { lock, after } => {
+                    ViewEvent::AcquireShared { lock, after }
+                }
+                SyncEvent::MutexRelease { mutex, n } => ViewEvent::Release { lock: mutex, n },
+                SyncEvent::CondSignal { cond, n } => ViewEvent::Signal { cond, n },
+                SyncEvent::CondWake { cond, after } => ViewEvent::Wake { cond, after },
+                _ => return None,
+            },
+        })
+    }
+}
+
 fn u64_at(p: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(p.get(at..at + 8)?.try_into().ok()?))
 }
 
 fn decode(kind: Kind, p: &[u8]) -> Option<SyncEvent> {
     Some(match kind {
+        Kind::MutexRequest | Kind::RwRequest | Kind::CondWait | Kind::JoinBegin => SyncEvent::Other,
         Kind::Begin => {
             let parent = u64_at(p, 0)?;
             SyncEvent::ThreadBegin {

@@ -1,0 +1,878 @@
+//! Thread life-times (Falcon's thread life-time view): what each thread was doing when —
+//! running, waiting for which mutex, condition, join or barrier, blocked on a full ring,
+//! exited — and the causal arrows between threads, built from the ordered stream; and
+//! level-of-detail tiles, so that a view of thousands of threads and hundreds of millions of
+//! events receives no more than it can draw.
+//!
+//! # Model
+//!
+//! A thread's life is a list of [`Segment`]s, each running until the next one starts. The
+//! first begins at the thread's first event; `gyr.thread.exit` starts the last (`Exited`).
+//! Waits begin at `gyr.mutex.request`, `gyr.rwlock.request`, `gyr.cond.wait`,
+//! `gyr.thread.join_begin` and `gyr.barrier.arrive`, and end at the matching acquisition,
+//! wake-up, join or departure. A record whose header shows more ring-full waiting than the
+//! thread's previous record adds a `Blocked` segment of that length just before it.
+//!
+//! Arrows go from a release to the acquisition it let pass (when the acquirer had waited),
+//! from a signal to the wake-up it caused, from a fork to the child's begin and from an exit
+//! to the join that returned.
+//!
+//! # Rows and tiles
+//!
+//! Threads that named a role (`gyr.thread.role`) share one row per role and index, so that
+//! short-lived threads of one role do not flood the view. [`Timeline::tile`] answers "rows
+//! `r0..r1` between `t0` and `t1`, `width` pixels wide" with at most one run per pixel and
+//! row: within a pixel, the state that took most of its time wins. Each thread keeps a
+//! summary tree over its segments (fan-out [`FANOUT`]), so a tile costs about
+//! `width × log(segments)` per row, whatever the number of events.
+
+use crate::sync_events::{SyncDecoder, ViewEvent, WaitOn};
+use gyr_core::TypeId;
+use std::collections::HashMap;
+
+/// What a thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum State {
+    /// Running (or doing anything but waiting on a recorded object).
+    Running = 0,
+    /// Waiting for a mutex.
+    WaitMutex = 1,
+    /// Waiting for a read lock.
+    WaitRead = 2,
+    /// Waiting for a write lock.
+    WaitWrite = 3,
+    /// Waiting on a condition variable.
+    WaitCond = 4,
+    /// Waiting for another thread to end.
+    WaitJoin = 5,
+    /// Waiting at a barrier.
+    WaitBarrier = 6,
+    /// Blocked by gyr: its ring was full (Block policy).
+    Blocked = 7,
+    /// Ended.
+    Exited = 8,
+}
+
+/// How many states there are.
+pub const STATES: usize = 9;
+
+impl State {
+    /// The state's name in tiles and views.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::WaitMutex => "wait mutex",
+            State::WaitRead => "wait read lock",
+            State::WaitWrite => "wait write lock",
+            State::WaitCond => "wait condition",
+            State::WaitJoin => "wait join",
+            State::WaitBarrier => "wait barrier",
+            State::Blocked => "blocked on a full ring",
+            State::Exited => "exited",
+        }
+    }
+
+    fn from_wait(on: WaitOn) -> State {
+        match on {
+            WaitOn::Mutex => State::WaitMutex,
+            WaitOn::Read => State::WaitRead,
+            WaitOn::Write => State::WaitWrite,
+            WaitOn::Cond => State::WaitCond,
+            WaitOn::Join => State::WaitJoin,
+            WaitOn::Barrier => State::WaitBarrier,
+        }
+    }
+}
+
+/// A stretch of a thread's life, lasting until the next segment starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// ns since the process's timestamp 0.
+    pub start: u64,
+    /// The object waited for (mutex, condition, barrier id, joined thread); 0 when none.
+    pub object: u64,
+    /// What the thread does.
+    pub state: State,
+}
+
+/// A causal arrow between two threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrow {
+    /// Thread and time of the cause.
+    pub from: (u64, u64),
+    /// Thread and time of the effect.
+    pub to: (u64, u64),
+    /// What links them.
+    pub kind: ArrowKind,
+    /// The mutex, condition or thread concerned.
+    pub object: u64,
+}
+
+/// What an arrow stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrowKind {
+    /// A release let a waiting acquisition pass.
+    Lock,
+    /// A signal or broadcast woke a waiter.
+    Signal,
+    /// A fork began a thread.
+    Fork,
+    /// An exit let a join return.
+    Join,
+}
+
+/// Segments per summary node.
+pub const FANOUT: usize = 32;
+
+/// A summary of consecutive segments (or nodes): where it starts and ends and how long each
+/// state lasted in it.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    start: u64,
+    end: u64,
+    time: [u64; STATES],
+}
+
+/// One thread's life.
+#[derive(Debug)]
+struct Life {
+    thread: u64,
+    segments: Vec<Segment>,
+    /// `levels[0]` summarises `FANOUT` segments per node, `levels[k]` `FANOUT` nodes of
+    /// `levels[k - 1]`; complete nodes only (the tail is summarised at query time).
+    levels: Vec<Vec<Node>>,
+    /// ns blocked on a full ring by the previous record.
+    blocked: u64,
+    last: u64,
+}
+
+impl Life {
+    fn new(thread: u64) -> Self {
+        Life {
+            thread,
+            segments: Vec::new(),
+            levels: Vec::new(),
+            blocked: 0,
+            last: 0,
+        }
+    }
+
+    fn state(&self) -> Option<State> {
+        self.segments.last().map(|s| s.state)
+    }
+
+    /// Starts a segment at `at` (not before the previous one).
+    fn enter(&mut self, at: u64, state: State, object: u64) {
+        let at = at.max(self.segments.last().map_or(0, |s| s.start));
+        if let Some(last) = self.segments.last()
+            && last.state == state
+            && last.object == object
+        {
+            return;
+        }
+        self.segments.push(Segment {
+            start: at,
+            object,
+            state,
+        });
+        self.summarise();
+    }
+
+    /// Adds summary nodes for segments that completed a group of `FANOUT` (the newest segment
+    /// is still open, so a group is summarised once the segment after it has started).
+    fn summarise(&mut self) {
+        let closed = self.segments.len() - 1;
+        if !closed.is_multiple_of(FANOUT) || closed == 0 {
+            return;
+        }
+        let group = &self.segments[closed - FANOUT..=closed];
+        let mut node = Node {
+            start: group[0].start,
+            end: group[FANOUT].start,
+            time: [0; STATES],
+        };
+        for w in group.windows(2) {
+            node.time[w[0].state as usize] += w[1].start - w[0].start;
+        }
+        let mut level = 0;
+        loop {
+            if self.levels.len() == level {
+                self.levels.push(Vec::new());
+            }
+            self.levels[level].push(node);
+            let n = self.levels[level].len();
+            if !n.is_multiple_of(FANOUT) {
+                break;
+            }
+            let children = &self.levels[level][n - FANOUT..];
+            let mut parent = Node {
+                start: children[0].start,
+                end: children[FANOUT - 1].end,
+                time: [0; STATES],
+            };
+            for c in children {
+                for (p, t) in parent.time.iter_mut().zip(c.time) {
+                    *p += t;
+                }
+            }
+            node = parent;
+            level += 1;
+        }
+    }
+
+    /// Adds this life's time per state, between `t0` and `t1`, to the pixel columns of
+    /// `cols` (each `ns_per_px` wide); the life lasts until `now` unless it exited.
+    fn draw(&self, t0: u64, t1: u64, ns_per_px: f64, now: u64, cols: &mut Columns) {
+        let Some(first) = self.segments.first() else {
+            return;
+        };
+        if first.start >= t1 {
+            return;
+        }
+        let end = if self.state() == Some(State::Exited) {
+            self.segments.last().map_or(now, |s| s.start)
+        } else {
+            now.max(self.last)
+        };
+        let px = |t: u64| ((t.saturating_sub(t0)) as f64 / ns_per_px) as usize;
+        // Walk segments, jumping over whole summarised groups that fall within one pixel.
+        let mut i = self
+            .segments
+            .partition_point(|s| s.start <= t0)
+            .saturating_sub(1);
+        while i < self.segments.len() {
+            let s = self.segments[i];
+            if s.start >= t1 {
+                break;
+            }
+            // A group starting here that fits in one pixel: take its summary.
+            if i.is_multiple_of(FANOUT)
+                && let Some((node, covered)) = self.widest_node_in_pixel(i, t0, px)
+            {
+                let col = px(node.start.max(t0));
+                cols.add_summary(col, &node.time);
+                i += covered;
+                continue;
+            }
+            let seg_end = self.segments.get(i + 1).map_or(end, |n| n.start).min(t1);
+            let a = s.start.max(t0);
+            if seg_end > a {
+                cols.add_span(a, seg_end, t0, ns_per_px, s.state, s.object);
+            }
+            i += 1;
+        }
+    }
+
+    /// The largest complete summary node starting at segment `i` whose time span falls within
+    /// a single pixel, with the number of segments it covers.
+    fn widest_node_in_pixel(
+        &self,
+        i: usize,
+        t0: u64,
+        px: impl Fn(u64) -> usize,
+    ) -> Option<(Node, usize)> {
+        let mut best = None;
+        let mut span = FANOUT;
+        for level in &self.levels {
+            if !i.is_multiple_of(span) {
+                break;
+            }
+            let Some(node) = level.get(i / span) else {
+                break;
+            };
+            if node.start < t0 || px(node.start) != px(node.end) {
+                break;
+            }
+            best = Some((*node, span));
+            span *= FANOUT;
+        }
+        best
+    }
+}
+
+/// Per-pixel accumulation of time per state.
+#[derive(Debug)]
+struct Columns {
+    time: Vec<[f64; STATES]>,
+    /// Per column, the object of the longest wait and its length.
+    object: Vec<(u64, f64)>,
+}
+
+impl Columns {
+    fn new(width: usize) -> Self {
+        Columns {
+            time: vec![[0.0; STATES]; width],
+            object: vec![(0, 0.0); width],
+        }
+    }
+
+    fn add_summary(&mut self, col: usize, time: &[u64; STATES]) {
+        if let Some(c) = self.time.get_mut(col) {
+            for (a, t) in c.iter_mut().zip(time) {
+                *a += *t as f64;
+            }
+        }
+    }
+
+    fn add_span(&mut self, a: u64, b: u64, t0: u64, ns_per_px: f64, state: State, object: u64) {
+        let width = self.time.len();
+        let x0 = (a - t0) as f64 / ns_per_px;
+        let x1 = ((b - t0) as f64 / ns_per_px).min(width as f64);
+        let mut x = x0;
+        while x < x1 {
+            let col = x as usize;
+            if col >= width {
+                break;
+            }
+            let next = ((col + 1) as f64).min(x1);
+            let ns = (next - x) * ns_per_px;
+            self.time[col][state as usize] += ns;
+            if object != 0 && ns > self.object[col].1 {
+                self.object[col] = (object, ns);
+            }
+            x = next;
+        }
+    }
+
+    /// Runs of columns with the same dominant state and object.
+    fn runs(&self) -> Vec<Run> {
+        let mut runs: Vec<Run> = Vec::new();
+        for (x, t) in self.time.iter().enumerate() {
+            let total: f64 = t.iter().sum();
+            if total <= 0.0 {
+                continue;
+            }
+            let (s, _) =
+                t.iter().enumerate().fold(
+                    (0, -1.0),
+                    |best, (s, &v)| if v > best.1 { (s, v) } else { best },
+                );
+            let state = STATES_IN_ORDER[s];
+            let object = if state == State::Running || state == State::Exited {
+                0
+            } else {
+                self.object[x].0
+            };
+            if let Some(last) = runs.last_mut()
+                && last.x1 == x as u32
+                && last.state == state
+                && last.object == object
+            {
+                last.x1 += 1;
+                continue;
+            }
+            runs.push(Run {
+                x0: x as u32,
+                x1: x as u32 + 1,
+                state,
+                object,
+            });
+        }
+        runs
+    }
+}
+
+const STATES_IN_ORDER: [State; STATES] = [
+    State::Running,
+    State::WaitMutex,
+    State::WaitRead,
+    State::WaitWrite,
+    State::WaitCond,
+    State::WaitJoin,
+    State::WaitBarrier,
+    State::Blocked,
+    State::Exited,
+];
+
+/// Pixels `x0..x1` of a row, in one state (the dominant one when several share a pixel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// First pixel.
+    pub x0: u32,
+    /// One past the last pixel.
+    pub x1: u32,
+    /// The state drawn.
+    pub state: State,
+    /// The object waited for, when one wait dominates the run; 0 otherwise.
+    pub object: u64,
+}
+
+/// A row of the view: one thread, or the threads of one role and index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The row's label: the role and index, or the thread's name.
+    pub label: String,
+    /// The threads drawn in it.
+    pub threads: Vec<u64>,
+}
+
+/// What a view receives for one viewport: runs per row, and the arrows within it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tile {
+    /// The first row of `rows`.
+    pub first_row: usize,
+    /// Rows in the whole view (for the scroll bar).
+    pub total_rows: usize,
+    /// Per requested row: its label and its runs.
+    pub rows: Vec<(Row, Vec<Run>)>,
+    /// Arrows between the requested rows and times, when there are at most the requested
+    /// maximum; otherwise none, and `arrows_omitted` says how many there were.
+    pub arrows: Vec<Arrow>,
+    /// Arrows in the viewport left out because there were too many to draw.
+    pub arrows_omitted: usize,
+}
+
+/// The life-time view's data: every thread's life and the arrows, fed with the ordered stream.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    decoder: SyncDecoder,
+    role_type: Option<TypeId>,
+    lives: Vec<Life>,
+    by_thread: HashMap<u64, usize>,
+    names: HashMap<u64, String>,
+    /// Per thread, its role and index.
+    roles: HashMap<u64, (String, u64)>,
+    arrows: Vec<Arrow>,
+    /// Per lock, the last release (thread, time, n).
+    released: HashMap<u64, (u64, u64, u64)>,
+    /// Per condition, the last signal (thread, time, n).
+    signalled: HashMap<u64, (u64, u64, u64)>,
+    /// Per child, the fork (thread, time).
+    forks: HashMap<u64, (u64, u64)>,
+    /// Per thread, its exit time.
+    exits: HashMap<u64, u64>,
+    /// The latest time seen.
+    now: u64,
+    events: u64,
+}
+
+impl Timeline {
+    /// An empty timeline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Learns a schema of the stream.
+    pub fn add_schema(&mut self, schema: &gyr_core::Schema) {
+        self.decoder.add_schema(schema);
+        if schema.name == "gyr.thread.role"
+            && schema.fields.len() >= 2
+            && schema.fields[0].ty == gyr_core::FieldType::Str
+            && schema.fields[1].ty == gyr_core::FieldType::U64
+        {
+            self.role_type = Some(schema.id);
+        }
+    }
+
+    /// Names a thread (from the trace's thread blocks).
+    pub fn name_thread(&mut self, thread: u64, name: &str) {
+        self.names.insert(thread, name.to_owned());
+    }
+
+    /// Takes in one record of the ordered stream: `ts` in ns, `blocked` the record header's
+    /// cumulative ring-full wait of its thread.
+    pub fn push(&mut self, thread: u64, ts: u64, blocked: u64, type_id: TypeId, payload: &[u8]) {
+        self.events += 1;
+        self.now = self.now.max(ts);
+        let i = match self.by_thread.get(&thread) {
+            Some(&i) => i,
+            None => {
+                self.lives.push(Life::new(thread));
+                self.by_thread.insert(thread, self.lives.len() - 1);
+                self.lives.len() - 1
+            }
+        };
+        let life = &mut self.lives[i];
+        if life.segments.is_empty() {
+            life.enter(ts, State::Running, 0);
+            life.blocked = blocked;
+        }
+        life.last = life.last.max(ts);
+        if blocked > life.blocked {
+            // The thread waited for room in its ring just before this record.
+            let waited = blocked - life.blocked;
+            let resume = life.state().unwrap_or(State::Running);
+            let object = life.segments.last().map_or(0, |s| s.object);
+            life.enter(ts.saturating_sub(waited), State::Blocked, 0);
+            life.enter(ts, resume, object);
+            life.blocked = blocked;
+        }
+        if Some(type_id) == self.role_type {
+            if let Some((role, index)) = role_of(payload) {
+                self.roles.insert(thread, (role, index));
+            }
+            return;
+        }
+        let Some(view) = self.decoder.view(type_id, payload) else {
+            return;
+        };
+        let waited = life.state().is_some_and(|s| s != State::Running);
+        match view {
+            ViewEvent::Begin { .. } => {
+                life.enter(ts, State::Running, 0);
+                if let Some((from, at)) = self.forks.remove(&thread) {
+                    self.arrows.push(Arrow {
+                        from: (from, at),
+                        to: (thread, ts),
+                        kind: ArrowKind::Fork,
+                        object: thread,
+                    });
+                }
+                // A begin whose fork was not seen (cut off, or switched off) has no arrow.
+            }
+            ViewEvent::Fork { child } => {
+                self.forks.insert(child, (thread, ts));
+            }
+            ViewEvent::Exit => {
+                life.enter(ts, State::Exited, 0);
+                self.exits.insert(thread, ts);
+            }
+            ViewEvent::Wait { on, object } => life.enter(ts, State::from_wait(on), object),
+            ViewEvent::Arrive { barrier, .. } => life.enter(ts, State::WaitBarrier, barrier),
+            ViewEvent::Depart { .. } => life.enter(ts, State::Running, 0),
+            ViewEvent::Acquire { lock, n } => {
+                life.enter(ts, State::Running, 0);
+                if waited
+                    && let Some(&(from, at, r)) = self.released.get(&lock)
+                    && r + 1 == n
+                    && from != thread
+                {
+                    self.arrows.push(Arrow {
+                        from: (from, at),
+                        to: (thread, ts),
+                        kind: ArrowKind::Lock,
+                        object: lock,
+                    });
+                }
+            }
+            ViewEvent::AcquireShared { lock, after } => {
+                life.enter(ts, State::Running, 0);
+                if waited
+                    && let Some(&(from, at, r)) = self.released.get(&lock)
+                    && r == after
+                    && from != thread
+                {
+                    self.arrows.push(Arrow {
+                        from: (from, at),
+                        to: (thread, ts),
+                        kind: ArrowKind::Lock,
+                        object: lock,
+                    });
+                }
+            }
+            ViewEvent::Release { lock, n } => {
+                self.released.insert(lock, (thread, ts, n));
+            }
+            ViewEvent::Signal { cond, n } => {
+                self.signalled.insert(cond, (thread, ts, n));
+            }
+            ViewEvent::Wake { cond, after } => {
+                // The mutex is re-acquired next; until then the thread runs.
+                life.enter(ts, State::Running, 0);
+                if after > 0
+                    && let Some(&(from, at, n)) = self.signalled.get(&cond)
+                    && n == after
+                    && from != thread
+                {
+                    self.arrows.push(Arrow {
+                        from: (from, at),
+                        to: (thread, ts),
+                        kind: ArrowKind::Signal,
+                        object: cond,
+                    });
+                }
+            }
+            ViewEvent::Joined { joined } => {
+                life.enter(ts, State::Running, 0);
+                if let Some(&at) = self.exits.get(&joined) {
+                    self.arrows.push(Arrow {
+                        from: (joined, at),
+                        to: (thread, ts),
+                        kind: ArrowKind::Join,
+                        object: joined,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Events taken in.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The latest time seen, ns.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The earliest time seen, ns.
+    pub fn start(&self) -> u64 {
+        self.lives
+            .iter()
+            .filter_map(|l| l.segments.first().map(|s| s.start))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The view's rows: threads of one role and index together, in order of first
+    /// appearance; other threads one per row.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows: Vec<Row> = Vec::new();
+        let mut by_role: HashMap<(&str, u64), usize> = HashMap::new();
+        for life in &self.lives {
+            let t = life.thread;
+            match self.roles.get(&t) {
+                Some((role, index)) => match by_role.get(&(role.as_str(), *index)) {
+                    Some(&r) => rows[r].threads.push(t),
+                    None => {
+                        by_role.insert((role.as_str(), *index), rows.len());
+                        rows.push(Row {
+                            label: format!("{role} {index}"),
+                            threads: vec![t],
+                        });
+                    }
+                },
+                None => rows.push(Row {
+                    label: self
+                        .names
+                        .get(&t)
+                        .cloned()
+                        .unwrap_or_else(|| format!("thread {t}")),
+                    threads: vec![t],
+                }),
+            }
+        }
+        rows
+    }
+
+    /// The segments of `thread` (for tests and exports).
+    pub fn segments(&self, thread: u64) -> &[Segment] {
+        self.by_thread
+            .get(&thread)
+            .map_or(&[], |&i| &self.lives[i].segments)
+    }
+
+    /// The arrows so far, in the order their effects happened.
+    pub fn arrows(&self) -> &[Arrow] {
+        &self.arrows
+    }
+
+    /// The viewport `rows` × `[t0, t1)` drawn `width` pixels wide (at most 8192), with at most
+    /// `max_arrows` arrows.
+    pub fn tile(
+        &self,
+        rows: std::ops::Range<usize>,
+        t0: u64,
+        t1: u64,
+        width: usize,
+        max_arrows: usize,
+    ) -> Tile {
+        let all = self.rows();
+        let width = width.clamp(1, 8192);
+        let t1 = t1.max(t0 + 1);
+        let ns_per_px = (t1 - t0) as f64 / width as f64;
+        let first = rows.start.min(all.len());
+        let last = rows.end.clamp(first, all.len());
+        let mut out = Vec::with_capacity(last - first);
+        let mut threads = std::collections::HashSet::new();
+        for row in &all[first..last] {
+            let mut cols = Columns::new(width);
+            for t in &row.threads {
+                threads.insert(*t);
+                if let Some(&i) = self.by_thread.get(t) {
+                    self.lives[i].draw(t0, t1, ns_per_px, self.now, &mut cols);
+                }
+            }
+            out.push((row.clone(), cols.runs()));
+        }
+        let in_view = |a: &&Arrow| {
+            a.to.1 >= t0
+                && a.from.1 < t1
+                && (threads.contains(&a.from.0) || threads.contains(&a.to.0))
+        };
+        let count = self.arrows.iter().filter(in_view).count();
+        let (arrows, arrows_omitted) = if count <= max_arrows {
+            (self.arrows.iter().filter(in_view).copied().collect(), 0)
+        } else {
+            (Vec::new(), count)
+        };
+        Tile {
+            first_row: first,
+            total_rows: all.len(),
+            rows: out,
+            arrows,
+            arrows_omitted,
+        }
+    }
+}
+
+fn role_of(payload: &[u8]) -> Option<(String, u64)> {
+    let len = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize;
+    let role = std::str::from_utf8(payload.get(4..4 + len)?)
+        .ok()?
+        .to_owned();
+    let index = u64::from_le_bytes(payload.get(4 + len..12 + len)?.try_into().ok()?);
+    Some((role, index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gyr_core::{Field, FieldType as F, Schema};
+
+    /// A timeline that knows the thread event types, with ids from 1 in this order.
+    fn timeline() -> Timeline {
+        let mut t = Timeline::new();
+        let schemas: &[(&str, &[(&str, F)])] = &[
+            ("gyr.mutex.request", &[("mutex", F::U64), ("addr", F::U64)]),
+            ("gyr.mutex.acquire", &[("mutex", F::U64), ("n", F::U64)]),
+            ("gyr.mutex.release", &[("mutex", F::U64), ("n", F::U64)]),
+            ("gyr.thread.role", &[("role", F::Str), ("index", F::U64)]),
+            ("gyr.thread.exit", &[]),
+        ];
+        for (i, (name, fields)) in schemas.iter().enumerate() {
+            let fields = fields.iter().map(|(n, ty)| Field::new(*n, *ty)).collect();
+            t.add_schema(&Schema::new(i as u32 + 1, *name, fields).unwrap());
+        }
+        t
+    }
+
+    fn two(a: u64, b: u64) -> Vec<u8> {
+        let mut p = a.to_le_bytes().to_vec();
+        p.extend(b.to_le_bytes());
+        p
+    }
+
+    const REQUEST: u32 = 1;
+    const ACQUIRE: u32 = 2;
+    const RELEASE: u32 = 3;
+    const ROLE: u32 = 4;
+    const EXIT: u32 = 5;
+
+    #[test]
+    fn a_contended_lock_is_a_wait_and_an_arrow() {
+        let mut t = timeline();
+        t.push(1, 0, 0, ACQUIRE, &two(5, 1));
+        t.push(2, 5, 0, 99, &[]);
+        t.push(2, 10, 0, REQUEST, &two(5, 0));
+        t.push(1, 20, 0, RELEASE, &two(5, 1));
+        t.push(2, 25, 0, ACQUIRE, &two(5, 2));
+        t.push(2, 40, 0, EXIT, &[]);
+        let states: Vec<_> = t
+            .segments(2)
+            .iter()
+            .map(|s| (s.start, s.state, s.object))
+            .collect();
+        assert_eq!(
+            states,
+            vec![
+                (5, State::Running, 0),
+                (10, State::WaitMutex, 5),
+                (25, State::Running, 0),
+                (40, State::Exited, 0)
+            ]
+        );
+        assert_eq!(
+            t.arrows(),
+            &[Arrow {
+                from: (1, 20),
+                to: (2, 25),
+                kind: ArrowKind::Lock,
+                object: 5
+            }]
+        );
+        let tile = t.tile(0..10, 0, 50, 50, 100);
+        assert_eq!(tile.total_rows, 2);
+        let runs = &tile.rows[1].1;
+        assert!(
+            runs.contains(&Run {
+                x0: 10,
+                x1: 25,
+                state: State::WaitMutex,
+                object: 5
+            }),
+            "{runs:?}"
+        );
+        assert_eq!(tile.arrows.len(), 1);
+        let none = t.tile(0..10, 0, 50, 50, 0);
+        assert_eq!((none.arrows.len(), none.arrows_omitted), (0, 1));
+    }
+
+    #[test]
+    fn threads_of_one_role_share_a_row() {
+        let mut t = timeline();
+        let mut role = 6u32.to_le_bytes().to_vec();
+        role.extend(b"worker");
+        role.extend(3u64.to_le_bytes());
+        for thread in 10..30 {
+            let at = thread * 100;
+            t.push(thread, at, 0, ROLE, &role);
+            t.push(thread, at + 50, 0, EXIT, &[]);
+        }
+        let rows = t.rows();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].label, "worker 3");
+        assert_eq!(rows[0].threads.len(), 20);
+    }
+
+    #[test]
+    fn a_full_ring_shows_as_blocked() {
+        let mut t = timeline();
+        t.push(1, 0, 0, 99, &[]);
+        t.push(1, 100, 30, 99, &[]);
+        let states: Vec<_> = t.segments(1).iter().map(|s| (s.start, s.state)).collect();
+        assert_eq!(
+            states,
+            vec![
+                (0, State::Running),
+                (70, State::Blocked),
+                (100, State::Running)
+            ]
+        );
+    }
+
+    /// The summary tree gives the same picture as drawing every segment.
+    #[test]
+    fn tiles_from_summaries_match_drawing_every_segment() {
+        let mut t = timeline();
+        let mut at = 0u64;
+        for n in 1..=50_000u64 {
+            // Phases of 1500 lock cycles, alternately mostly running and mostly waiting, so
+            // that the dominant state changes along the row.
+            let waiting = (n / 1500) % 2 == 0;
+            at += if waiting { 1 } else { 20 } + n % 3;
+            t.push(1, at, 0, REQUEST, &two(9, 0));
+            at += if waiting { 20 } else { 1 } + n % 3;
+            t.push(1, at, 0, ACQUIRE, &two(9, n));
+            t.push(1, at + 1, 0, RELEASE, &two(9, n));
+        }
+        let life = &t.lives[0];
+        assert!(life.levels.len() >= 2, "the tree has several levels");
+        for (t0, t1, width) in [(0, at, 800), (at / 3, at / 2, 1000), (1000, 1400, 400)] {
+            let fast = t.tile(0..1, t0, t1, width, 0).rows[0].1.clone();
+            let ns_per_px = (t1 - t0) as f64 / width as f64;
+            let mut cols = Columns::new(width);
+            for (i, s) in life.segments.iter().enumerate() {
+                let end = life
+                    .segments
+                    .get(i + 1)
+                    .map_or(t.now(), |n| n.start)
+                    .min(t1);
+                let a = s.start.max(t0);
+                if end > a && s.start < t1 {
+                    cols.add_span(a, end, t0, ns_per_px, s.state, s.object);
+                }
+            }
+            let slow = cols.runs();
+            let state_at =
+                |runs: &[Run], x: u32| runs.iter().find(|r| r.x0 <= x && x < r.x1).map(|r| r.state);
+            let differ = (0..width as u32)
+                .filter(|&x| state_at(&fast, x) != state_at(&slow, x))
+                .count();
+            // Floating-point ties may flip a pixel or two, no more.
+            assert!(differ <= width / 100, "{differ} of {width} pixels differ");
+        }
+    }
+}
