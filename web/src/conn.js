@@ -20,6 +20,9 @@ let nextId = 1;
 /** When the hub sent the oldest update not yet drawn (ms since the epoch), or 0. */
 let sentMs = 0;
 
+/** The query parameter that carries the page's token to the hub's `/api/` calls. */
+export const tokenQuery = () => (token ? `&token=${encodeURIComponent(token)}` : '');
+
 /**
  * Asks the hub what the page may do, asking the user for a token if it needs one (a hub
  * beyond loopback does), then connects; every message received goes to `receive`.

@@ -626,3 +626,118 @@ action: string,
  * The speed, or the position in seconds.
  */
 value?: number, };
+
+/**
+ * `/api/timeline`: one viewport of a program's thread life-time view, drawn by the hub at
+ * the page's width (at most one run per pixel and row).
+ */
+export type TimelineTile = { 
+/**
+ * The program.
+ */
+pid: number, 
+/**
+ * The first and latest times the view holds, seconds of the program's clock.
+ */
+start_s: number, 
+/**
+ * The latest time seen.
+ */
+now_s: number, 
+/**
+ * The viewport's time range, as asked.
+ */
+t0_s: number, 
+/**
+ * Its end.
+ */
+t1_s: number, 
+/**
+ * Pixels across the viewport.
+ */
+width: number, 
+/**
+ * The first row of `rows`.
+ */
+first_row: number, 
+/**
+ * Rows in the whole view (threads, or roles grouping threads).
+ */
+total_rows: number, 
+/**
+ * The rows asked for.
+ */
+rows: Array<TimelineRow>, 
+/**
+ * Causal arrows in the viewport, unless there were more than asked for.
+ */
+arrows: Array<TimelineArrow>, 
+/**
+ * Arrows left out because there were too many: zoom in to see them.
+ */
+arrows_omitted: number, 
+/**
+ * Thread events the view took in.
+ */
+events: number, 
+/**
+ * Events the ordering filter holds now, waiting for their causes.
+ */
+held: number, 
+/**
+ * Falcon's hold-back ratio of the stream so far.
+ */
+hold_back_ratio: number, 
+/**
+ * Events released without their cause (a thread stalled or an event was lost).
+ */
+forced: number, };
+
+/**
+ * A row of the life-time view.
+ */
+export type TimelineRow = { 
+/**
+ * A role and index, or the thread's name.
+ */
+label: string, 
+/**
+ * The threads drawn in it.
+ */
+threads: Array<number>, 
+/**
+ * `[x0, x1, state, object]`: pixels `x0..x1` in one state (0 running, 1 waiting for a
+ * mutex, 2 a read lock, 3 a write lock, 4 a condition, 5 a join, 6 a barrier, 7 blocked
+ * on a full ring, 8 exited), waiting for `object` when it is not 0.
+ */
+runs: Array<[number, number, number, number]>, };
+
+/**
+ * A causal arrow: a release to the acquisition it let pass, a signal to a wake-up, a fork
+ * to a begin, an exit to a join.
+ */
+export type TimelineArrow = { 
+/**
+ * The cause's thread.
+ */
+from_thread: number, 
+/**
+ * The cause's time, seconds.
+ */
+from_s: number, 
+/**
+ * The effect's thread.
+ */
+to_thread: number, 
+/**
+ * The effect's time, seconds.
+ */
+to_s: number, 
+/**
+ * `lock`, `signal`, `fork` or `join`.
+ */
+kind: string, 
+/**
+ * The mutex, condition or thread concerned.
+ */
+object: number, };

@@ -176,33 +176,48 @@ pub(crate) struct TypeState {
 
 /// The event type whose events feed the alerts panel.
 const ALERT_EVENT: &str = "gyr.alert";
+/// The families of `gyr::sync::events`, the thread events.
+const THREAD_EVENT_PREFIXES: [&str; 6] = [
+    "gyr.thread.",
+    "gyr.mutex.",
+    "gyr.rwlock.",
+    "gyr.cond.",
+    "gyr.barrier.",
+    "gyr.span.",
+];
 /// The event type the steering log is also written as.
 const STEER_EVENT: &str = "gyr.steer";
 
 impl TypeState {
     pub(crate) fn new(schema: Schema) -> Self {
+        // Thread events carry ids and sequence numbers, not quantities: they are counted, and
+        // drawn by the life-time view, not charted.
+        let charted = !THREAD_EVENT_PREFIXES
+            .iter()
+            .any(|p| schema.name.starts_with(p));
         let series = schema
             .fields
             .iter()
-            .map(|f| f.ty.scalar().map(|_| Series::default()))
+            .map(|f| f.ty.scalar().filter(|_| charted).map(|_| Series::default()))
             .collect();
         let groups = schema
             .fields
             .iter()
             .map(|f| {
-                matches!(
-                    f.ty.scalar(),
-                    Some(
-                        ScalarType::I8
-                            | ScalarType::I16
-                            | ScalarType::I32
-                            | ScalarType::I64
-                            | ScalarType::U8
-                            | ScalarType::U16
-                            | ScalarType::U32
-                            | ScalarType::U64
-                    )
-                )
+                (charted
+                    && matches!(
+                        f.ty.scalar(),
+                        Some(
+                            ScalarType::I8
+                                | ScalarType::I16
+                                | ScalarType::I32
+                                | ScalarType::I64
+                                | ScalarType::U8
+                                | ScalarType::U16
+                                | ScalarType::U32
+                                | ScalarType::U64
+                        )
+                    ))
                 .then(BTreeMap::new)
             })
             .collect();

@@ -11,6 +11,7 @@
 mod analysis;
 mod heap;
 mod input;
+mod lifetimes;
 mod output;
 mod program;
 pub mod protocol;

@@ -88,6 +88,8 @@ pub(crate) struct Process {
     pub(crate) fresh_log: Vec<LogLine>,
     pub(crate) fresh_alerts: Vec<Alert>,
     pub(crate) alerts: VecDeque<Alert>,
+    /// The thread life-time view.
+    pub(crate) lifetimes: crate::lifetimes::Lifetimes,
     scratch: Vec<f64>,
 }
 
@@ -123,6 +125,7 @@ impl Process {
             fresh_log: Vec::new(),
             fresh_alerts: Vec::new(),
             alerts: VecDeque::new(),
+            lifetimes: Default::default(),
             scratch: Vec::new(),
         }
     }
@@ -139,6 +142,7 @@ impl Process {
         self.wire_schemas
             .push(gyr_proto::stream::wire_schema(&schema));
         self.schemas.push(schema.clone());
+        self.lifetimes.add_schema(&schema);
         self.types.insert(schema.id, TypeState::new(schema));
     }
 
@@ -148,6 +152,7 @@ impl Process {
         if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
             th.name = t.name.clone();
             th.name_sent = false;
+            self.lifetimes.name_thread(t.id, &t.name);
             self.wire_threads.push(gyr_proto::stream::wire_thread(t));
         }
     }
@@ -186,6 +191,7 @@ impl Process {
             return;
         }
         th.last_seq = Some(h.seq);
+        self.lifetimes.record(thread, h, payload);
         let Some(ts) = self.types.get_mut(&h.type_id) else {
             self.unreadable += 1;
             return;

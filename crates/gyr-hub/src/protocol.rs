@@ -389,6 +389,76 @@ pub struct Reply {
     pub error: Option<String>,
 }
 
+/// `/api/timeline`: one viewport of a program's thread life-time view, drawn by the hub at
+/// the page's width (at most one run per pixel and row).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TimelineTile {
+    /// The program.
+    pub pid: u32,
+    /// The first and latest times the view holds, seconds of the program's clock.
+    pub start_s: f64,
+    /// The latest time seen.
+    pub now_s: f64,
+    /// The viewport's time range, as asked.
+    pub t0_s: f64,
+    /// Its end.
+    pub t1_s: f64,
+    /// Pixels across the viewport.
+    pub width: u32,
+    /// The first row of `rows`.
+    pub first_row: u32,
+    /// Rows in the whole view (threads, or roles grouping threads).
+    pub total_rows: u32,
+    /// The rows asked for.
+    pub rows: Vec<TimelineRow>,
+    /// Causal arrows in the viewport, unless there were more than asked for.
+    pub arrows: Vec<TimelineArrow>,
+    /// Arrows left out because there were too many: zoom in to see them.
+    pub arrows_omitted: u32,
+    /// Thread events the view took in.
+    pub events: u64,
+    /// Events the ordering filter holds now, waiting for their causes.
+    pub held: u64,
+    /// Falcon's hold-back ratio of the stream so far.
+    pub hold_back_ratio: f64,
+    /// Events released without their cause (a thread stalled or an event was lost).
+    pub forced: u64,
+}
+
+/// A row of the life-time view.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TimelineRow {
+    /// A role and index, or the thread's name.
+    pub label: String,
+    /// The threads drawn in it.
+    pub threads: Vec<u64>,
+    /// `[x0, x1, state, object]`: pixels `x0..x1` in one state (0 running, 1 waiting for a
+    /// mutex, 2 a read lock, 3 a write lock, 4 a condition, 5 a join, 6 a barrier, 7 blocked
+    /// on a full ring, 8 exited), waiting for `object` when it is not 0.
+    pub runs: Vec<(u32, u32, u8, u64)>,
+}
+
+/// A causal arrow: a release to the acquisition it let pass, a signal to a wake-up, a fork
+/// to a begin, an exit to a join.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TimelineArrow {
+    /// The cause's thread.
+    pub from_thread: u64,
+    /// The cause's time, seconds.
+    pub from_s: f64,
+    /// The effect's thread.
+    pub to_thread: u64,
+    /// The effect's time, seconds.
+    pub to_s: f64,
+    /// `lock`, `signal`, `fork` or `join`.
+    pub kind: String,
+    /// The mutex, condition or thread concerned.
+    pub object: u64,
+}
+
 /// `/api/access`: whether the hub asks for a token, and what the given one allows.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -533,6 +603,9 @@ mod tests {
             (Reply::docs(), Reply::decl(&cfg)),
             (AccessInfo::docs(), AccessInfo::decl(&cfg)),
             (PageRequest::docs(), PageRequest::decl(&cfg)),
+            (TimelineTile::docs(), TimelineTile::decl(&cfg)),
+            (TimelineRow::docs(), TimelineRow::decl(&cfg)),
+            (TimelineArrow::docs(), TimelineArrow::decl(&cfg)),
         ];
         let mut out = String::from(
             "// The page protocol's types, generated from crates/gyr-hub/src/protocol.rs by its test\n\

@@ -50,6 +50,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/api/access", get(access))
         .route("/api/state", get(state))
+        .route("/api/timeline", get(timeline))
         .route("/ws", get(ws))
         .route(
             "/{*path}",
@@ -275,6 +276,66 @@ async fn state(State(shared): State<Arc<Shared>>, Query(q): Query<TokenQuery>) -
         serde_json::to_string(&snap).expect("page messages always serialize"),
     )
         .into_response()
+}
+
+/// `/api/timeline`'s query: the program, the rows, the time range in seconds and the width.
+#[derive(Debug, serde::Deserialize)]
+struct TimelineQuery {
+    token: Option<String>,
+    pid: u32,
+    #[serde(default)]
+    r0: usize,
+    #[serde(default = "default_rows")]
+    r1: usize,
+    #[serde(default)]
+    t0: f64,
+    t1: Option<f64>,
+    #[serde(default = "default_width")]
+    w: usize,
+    #[serde(default = "default_arrows")]
+    arrows: usize,
+}
+
+fn default_rows() -> usize {
+    100
+}
+fn default_width() -> usize {
+    1000
+}
+fn default_arrows() -> usize {
+    500
+}
+
+/// One viewport of a program's thread life-time view: at most 1000 rows, 8192 pixels and
+/// 5000 arrows, however large the program's history.
+async fn timeline(State(shared): State<Arc<Shared>>, Query(q): Query<TimelineQuery>) -> Response {
+    if shared.access.check(q.token.as_deref()).is_none() {
+        return refuse(&shared, q.token.as_deref());
+    }
+    let r0 = q.r0;
+    let r1 = q.r1.clamp(r0, r0.saturating_add(1000));
+    let (w, arrows) = (q.w.clamp(1, 8192), q.arrows.min(5000));
+    let tile = shared.programs.with(q.pid, |p| {
+        p.lifetimes.release_stalled(Instant::now());
+        let t1 = q.t1.unwrap_or_else(|| p.lifetimes.now_s());
+        p.lifetimes
+            .tile(q.pid, r0..r1, q.t0.max(0.0), t1.max(q.t0), w, arrows)
+    });
+    match tile {
+        Some(tile) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string(&tile).expect("page messages always serialize"),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no program {} at this hub: `gyr ps` lists the programs",
+                q.pid
+            ),
+        )
+            .into_response(),
+    }
 }
 
 async fn ws(

@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "GYR_TEST_UI_CHILD";
+const LOCKS: &str = "GYR_TEST_UI_LOCKS";
 const LOAD: &str = "GYR_TEST_UI_LOAD";
 
 /// The load programs' event: 10 000 a second each.
@@ -77,6 +78,104 @@ fn browser_checks(chromium: &str, script: &str, args: &[String], shots: &Path, e
     for shot in expected {
         assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
+}
+
+/// A program whose workers take turns on one `gyr::sync::Mutex`, holding it about 2 ms, and
+/// hand work over through a condition variable: its threads spend most of their time waiting.
+fn contended_program() -> ! {
+    let _rt = gyr::init().expect("start gyr");
+    let lock = std::sync::Arc::new(gyr::sync::Mutex::new(0u64));
+    let queue = std::sync::Arc::new((gyr::sync::Mutex::new(0u32), gyr::sync::Condvar::new()));
+    for i in 0..4 {
+        let lock = lock.clone();
+        // Never joined: the program runs until the test kills it.
+        drop(gyr::thread::spawn(move || {
+            gyr::thread::set_role("worker", i);
+            loop {
+                let mut n = lock.lock().unwrap();
+                *n += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }));
+    }
+    let q = queue.clone();
+    gyr::thread::spawn(move || {
+        gyr::thread::set_role("consumer", 0);
+        loop {
+            let (items, ready) = &*q;
+            let mut n = items.lock().unwrap();
+            while *n == 0 {
+                n = ready.wait(n).unwrap();
+            }
+            *n -= 1;
+        }
+    });
+    loop {
+        std::thread::sleep(Duration::from_millis(5));
+        let (items, ready) = &*queue;
+        *items.lock().unwrap() += 1;
+        ready.notify_one();
+    }
+}
+
+/// Falcon's thread life-time view in the browser: `web/tests/lifetimes.mjs` against a hub
+/// watching [`contended_program`].
+#[test]
+fn the_life_time_view_shows_who_waits_for_whom() {
+    if std::env::var_os(LOCKS).is_some() {
+        contended_program();
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "the browser tests need Chromium at {chromium} (Debian: apt-get install chromium; scripts/test installs it), or CHROMIUM=/path/to/it"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let program = Program(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "the_life_time_view_shows_who_waits_for_whom",
+                "--nocapture",
+            ])
+            .env(LOCKS, "1")
+            .env("GYR_SOCKET_DIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        socket_dir: dir.path().to_owned(),
+        ..Default::default()
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !hub
+        .programs()
+        .iter()
+        .any(|(p, alive, n)| *p == program.0.id() && *alive && *n > 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the hub did not attach to the program"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    browser_checks(
+        &chromium,
+        "lifetimes.mjs",
+        &[format!("http://{}/", hub.addr())],
+        &shots,
+        &[
+            "lifetimes-live.png",
+            "lifetimes-zoomed.png",
+            "lifetimes-canvas.png",
+        ],
+    );
 }
 
 #[test]

@@ -33,7 +33,9 @@
 //! A thread that stalls, or a cause that was lost, would hold its dependants forever. The
 //! filter holds at most `max_held` events: past that, the event held longest is released as if
 //! its cause had passed, and the release is reported as a [`Stall`]. [`OrderFilter::finish`]
-//! releases what is still held at the end of a stream the same way.
+//! releases what is still held at the end of a stream the same way, and
+//! [`OrderFilter::release_held_before`] what has been held since before a given arrival (the
+//! hub's rule: at most about a second, for streams joined while the program ran).
 //!
 //! # Hold-back ratio
 //!
@@ -413,6 +415,28 @@ impl<T> OrderFilter<T> {
         }
     }
 
+    /// Releases, oldest first, every event held since before arrival number `arrival` (the
+    /// value of `stats().events` when it was noted), each reported as a [`Stall`]. An on-line
+    /// user calls it with the count of a second or so ago: a stream joined while the program
+    /// ran lacks the causes of its first events (a fork, release or signal before the
+    /// stream began), which would otherwise hold them until `max_held` is reached.
+    pub fn release_held_before(&mut self, arrival: u64, out: &mut impl FnMut(Event<T>)) {
+        while self.oldest_arrival().is_some_and(|a| a < arrival) {
+            self.force_oldest(out);
+        }
+    }
+
+    /// The arrival number of the event held longest.
+    fn oldest_arrival(&self) -> Option<u64> {
+        if self.stats.held == 0 {
+            return None;
+        }
+        self.queues
+            .iter()
+            .filter_map(|q| q.events.front().map(|(a, _)| *a))
+            .min()
+    }
+
     /// The end of the stream: releases everything still held, oldest first, each reported as
     /// a [`Stall`].
     pub fn finish(&mut self, out: &mut impl FnMut(Event<T>)) {
@@ -688,6 +712,32 @@ mod tests {
         );
         let order: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
         assert_eq!(order, vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn events_held_too_long_are_released_in_arrival_order() {
+        let mut f = OrderFilter::new(100);
+        // A stream joined late: acquisition 5's cause (release 4) came before it began.
+        let out = run(
+            &mut f,
+            vec![
+                ev(2, SyncEvent::MutexAcquire { mutex: 1, n: 5 }),
+                ev(2, SyncEvent::MutexRelease { mutex: 1, n: 5 }),
+                ev(3, SyncEvent::MutexAcquire { mutex: 1, n: 6 }),
+            ],
+        );
+        assert!(out.is_empty());
+        let mut out = Vec::new();
+        f.release_held_before(2, &mut |e| out.push((e.thread, e.kind)));
+        assert_eq!(
+            out,
+            vec![
+                (2, SyncEvent::MutexAcquire { mutex: 1, n: 5 }),
+                (2, SyncEvent::MutexRelease { mutex: 1, n: 5 }),
+                (3, SyncEvent::MutexAcquire { mutex: 1, n: 6 }),
+            ]
+        );
+        assert_eq!((f.stats().forced, f.stats().held), (1, 0));
     }
 
     #[test]

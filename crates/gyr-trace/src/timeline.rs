@@ -179,6 +179,19 @@ impl Life {
         self.summarise();
     }
 
+    /// Forgets the oldest half of the segments (rebuilding the summaries); returns how many.
+    fn forget_oldest_half(&mut self) -> usize {
+        let n = self.segments.len() / 2;
+        self.segments.drain(..n);
+        self.levels.clear();
+        let all = std::mem::take(&mut self.segments);
+        for s in all {
+            self.segments.push(s);
+            self.summarise();
+        }
+        n
+    }
+
     /// Adds summary nodes for segments that completed a group of `FANOUT` (the newest segment
     /// is still open, so a group is summarised once the segment after it has started).
     fn summarise(&mut self) {
@@ -445,6 +458,11 @@ pub struct Timeline {
     /// The latest time seen.
     now: u64,
     events: u64,
+    /// Segments kept, and the most to keep.
+    segments: usize,
+    max_segments: Option<usize>,
+    /// Segments forgotten to stay within `max_segments`.
+    forgotten: u64,
 }
 
 impl Timeline {
@@ -465,6 +483,28 @@ impl Timeline {
         }
     }
 
+    /// Whether records of `type_id` matter to the view (thread events and roles): the others
+    /// need not be kept or ordered for it.
+    pub fn wants(&self, type_id: TypeId) -> bool {
+        self.decoder.is_sync(type_id) || self.role_type == Some(type_id)
+    }
+
+    /// What a record means to the ordering filter.
+    pub fn classify(&self, type_id: TypeId, payload: &[u8]) -> crate::SyncEvent {
+        self.decoder.classify(type_id, payload)
+    }
+
+    /// Keeps at most `max` segments: past that, the oldest half of the busiest thread's are
+    /// forgotten (views then start later for that thread).
+    pub fn limit_segments(&mut self, max: usize) {
+        self.max_segments = Some(max.max(2 * FANOUT));
+    }
+
+    /// Segments forgotten so far to stay within [`Timeline::limit_segments`].
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
     /// Names a thread (from the trace's thread blocks).
     pub fn name_thread(&mut self, thread: u64, name: &str) {
         self.names.insert(thread, name.to_owned());
@@ -483,6 +523,28 @@ impl Timeline {
                 self.lives.len() - 1
             }
         };
+        let before = self.lives[i].segments.len();
+        self.apply(i, thread, ts, blocked, type_id, payload);
+        self.segments = self.segments + self.lives[i].segments.len() - before;
+        if let Some(max) = self.max_segments
+            && self.segments > max
+            && let Some(busiest) = self.lives.iter_mut().max_by_key(|l| l.segments.len())
+        {
+            let n = busiest.forget_oldest_half();
+            self.segments -= n;
+            self.forgotten += n as u64;
+        }
+    }
+
+    fn apply(
+        &mut self,
+        i: usize,
+        thread: u64,
+        ts: u64,
+        blocked: u64,
+        type_id: TypeId,
+        payload: &[u8],
+    ) {
         let life = &mut self.lives[i];
         if life.segments.is_empty() {
             life.enter(ts, State::Running, 0);
@@ -815,6 +877,24 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].label, "worker 3");
         assert_eq!(rows[0].threads.len(), 20);
+    }
+
+    #[test]
+    fn segments_stay_within_their_limit() {
+        let mut t = timeline();
+        t.limit_segments(1000);
+        for n in 1..=10_000u64 {
+            t.push(1, n * 10, 0, REQUEST, &two(9, 0));
+            t.push(1, n * 10 + 5, 0, ACQUIRE, &two(9, n));
+        }
+        let kept = t.segments(1).len();
+        assert!(kept <= 1000, "{kept}");
+        // The first event also opened a (zero-length) running segment.
+        assert_eq!(kept as u64 + t.forgotten(), 20_001);
+        assert_eq!(t.segments(1).last().unwrap().start, 100_005);
+        // The summaries were rebuilt: a far-out tile still draws the whole kept range.
+        let tile = t.tile(0..1, 0, 100_010, 100, 0);
+        assert!(!tile.rows[0].1.is_empty());
     }
 
     #[test]

@@ -29,7 +29,10 @@ use physics::{Domain, Grid, Moving, Scratch};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+// gyr's wrappers of std's locks and barrier: the trace and the hub's life-time view show which
+// domain waited for which lock or barrier, and for how long.
+use gyr::sync::{Barrier, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Particles by default: enough that an imbalanced step takes several milliseconds.
@@ -495,9 +498,12 @@ pub fn run(sim: &Steered<Md>, steps: u64, stop: &AtomicBool) {
     std::thread::scope(|scope| {
         for d in 0..store.domains.len() {
             let (store, barrier) = (&*store, &barrier);
-            std::thread::Builder::new()
+            gyr::thread::Builder::new()
                 .name(format!("md-{d}"))
                 .spawn_scoped(scope, move || {
+                    // A run's domain threads are new each time it runs: the role keeps domain
+                    // d in one row of the views across runs.
+                    gyr::thread::set_role("domain", d as u64);
                     domain_thread(d, sim, store, barrier, steps, stop)
                 })
                 .expect("spawn an md domain thread");

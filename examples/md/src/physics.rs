@@ -257,7 +257,7 @@ impl Domain {
         &mut self,
         me: usize,
         boundaries: &[f64],
-        outbox: &[std::sync::Mutex<Vec<Moving>>],
+        outbox: &[gyr::sync::Mutex<Vec<Moving>>],
         scratch: &mut Scratch,
     ) {
         let domains = boundaries.len() + 1;
@@ -284,7 +284,7 @@ impl Domain {
         &mut self,
         me: usize,
         domains: usize,
-        outbox: &[std::sync::Mutex<Vec<Moving>>],
+        outbox: &[gyr::sync::Mutex<Vec<Moving>>],
     ) {
         for from in 0..domains {
             for m in lock(&outbox[from * domains + me]).drain(..) {
@@ -338,7 +338,7 @@ impl Domain {
     }
 }
 
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(m: &gyr::sync::Mutex<T>) -> gyr::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -441,7 +441,7 @@ pub(crate) fn forces<D: std::ops::Deref<Target = Domain>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use gyr::sync::Mutex;
 
     /// Brute-force O(N²) accelerations and potential energy with the minimum image.
     fn reference(pos: &[[f64; 2]], grid: &Grid) -> (Vec<[f64; 2]>, f64) {

@@ -1,0 +1,90 @@
+// Browser test of the thread life-time view, in headless Chromium, against a hub watching a
+// program whose threads contend for a gyr::sync::Mutex. Usage: node lifetimes.mjs URL SHOTS
+// Checks that rows appear, that the wheel zooms and a drag pans, and that a click on a wait
+// names the mutex and the thread that released it; saves screenshots.
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+const [url, shots] = process.argv.slice(2);
+if (!url || !shots) { console.error('usage: node lifetimes.mjs URL SCREENSHOT_DIR'); process.exit(2); }
+mkdirSync(shots, { recursive: true });
+const started = Date.now();
+const step = (what) => console.log(`lifetimes: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
+const check = (cond, msg) => { if (!cond) throw new Error(msg); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+  page.setDefaultTimeout(60000);
+  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+
+  step('the program\'s threads appear as rows');
+  await page.goto(url);
+  await page.waitForSelector('nav .prog', { timeout: 45000 });
+  await page.waitForFunction(() => {
+    const t = window.TL && window.TL.tile();
+    return t && t.total_rows >= 5 && t.rows.some((r) => r.runs.some((x) => x[2] === 1));
+  }, null, { timeout: 60000 });
+  const canvas = page.locator('[data-testid="tl-canvas"]');
+  await canvas.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${shots}/lifetimes-live.png`, fullPage: true });
+
+  step('the wheel zooms in and stops following the live end');
+  const box = await canvas.boundingBox();
+  const span = () => page.evaluate(() => window.TL.V.t1 - window.TL.V.t0);
+  const before = await span();
+  await page.mouse.move(box.x + box.width * 0.7, box.y + 40);
+  for (let i = 0; i < 6; i++) await page.mouse.wheel(0, -300);
+  await page.waitForFunction((b) => !window.TL.V.follow && window.TL.V.t1 - window.TL.V.t0 < b * 0.5, before);
+  check(await page.isEnabled('[data-testid="tl-follow"]'), '"Follow live" is offered once the view stopped following');
+
+  step('a drag pans back in time');
+  const t0 = await page.evaluate(() => window.TL.V.t0);
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.8, box.y + 40, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction((a) => window.TL.V.t0 < a, t0);
+
+  step('zoomed in on the run, a click on a wait names the mutex and its releaser');
+  // A window of 40 ms one second before the live end: few enough arrows to draw them all.
+  await page.evaluate(() => {
+    const t = window.TL.tile();
+    Object.assign(window.TL.V, { follow: false, t0: Math.max(0, t.now_s - 1.04), t1: Math.max(0.04, t.now_s - 1.0) });
+    window.TL.refresh();
+  });
+  await page.waitForFunction(() => {
+    const t = window.TL.tile();
+    return t && t.t1_s - t.t0_s < 0.05 && t.arrows.length > 0 && t.rows.some((r) => r.runs.some((x) => x[2] === 1 && x[1] - x[0] >= 4));
+  });
+  const target = await page.evaluate(() => {
+    const t = window.TL.tile();
+    const c = document.querySelector('[data-testid="tl-canvas"]').getBoundingClientRect();
+    for (let i = 0; i < t.rows.length; i++) {
+      for (const [x0, x1, s, obj] of t.rows[i].runs) {
+        if (s !== 1 || x1 - x0 < 4) continue;
+        const ended = t.arrows.some((a) => t.rows[i].threads.includes(a.to_thread) && a.object === obj);
+        if (!ended) continue;
+        const px = (x0 + x1) / 2;
+        return { x: c.left + 150 + px * (c.width - 150) / t.width, y: c.top + i * 18 + 9, obj };
+      }
+    }
+    return null;
+  });
+  check(target, 'a mutex wait whose release is in view');
+  await page.mouse.click(target.x, target.y);
+  await page.waitForFunction(() => /wait mutex/.test(document.querySelector('[data-testid="tl-info"]').textContent));
+  const info = await page.textContent('[data-testid="tl-info"]');
+  step(`clicked: ${info}`);
+  check(info.includes(`wait mutex ${target.obj}`), `the info names mutex ${target.obj}: ${info}`);
+  check(/released by thread \d+/.test(info), `the info names the thread that released it: ${info}`);
+  await page.screenshot({ path: `${shots}/lifetimes-zoomed.png`, fullPage: true });
+  await canvas.screenshot({ path: `${shots}/lifetimes-canvas.png` });
+  console.log('lifetimes: all checks passed');
+} finally {
+  await browser.close();
+}
