@@ -90,6 +90,55 @@ pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Arguments of `gyr trace view`.
+#[derive(Debug, Args)]
+pub(crate) struct ViewArgs {
+    /// The trace files (a program's GYR_TRACE file, the hub's recordings).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Where the web UI listens (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+}
+
+/// `gyr trace view`: the web UI on recordings, loaded whole (the replay seeked to the end and
+/// paused): the thread life-time view, charts and statistics of the whole run; the replay bar
+/// plays it again.
+pub(crate) fn view(a: ViewArgs) -> Result<ExitCode, Failure> {
+    for f in &a.files {
+        if !f.is_file() {
+            return Err(Failure::input(anyhow::anyhow!(
+                "{} is not a trace file: give the files a program wrote (GYR_TRACE) or the hub recorded",
+                f.display()
+            )));
+        }
+    }
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: a.listen,
+        grpc: None,
+        socket_dir: gyr_client::discovery::socket_dir(),
+        discover: false,
+        replay: a.files,
+        ..Default::default()
+    })
+    .map_err(|e| match e {
+        gyr_hub::HubError::Runtime(_) => Failure::from(anyhow::Error::from(e)),
+        _ => Failure::input(e),
+    })?;
+    // The whole recording at once: a seek past the end feeds every record.
+    hub.replay_command("pause", None)
+        .and_then(|_| hub.replay_command("seek", Some(f64::MAX)))
+        .map_err(|e| Failure::from(anyhow::anyhow!(e)))?;
+    println!(
+        "gyr trace view: open http://{} in a browser: the thread life-time view and the charts show the whole recording; the replay bar plays it again (Ctrl-C stops)",
+        hub.addr()
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    on_ctrl_c(tx);
+    let _ = rx.recv();
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Waits for Ctrl-C on a thread and then sends on `tx`, so that the caller stops cleanly.
 pub(crate) fn on_ctrl_c(tx: std::sync::mpsc::Sender<()>) {
     std::thread::spawn(move || {

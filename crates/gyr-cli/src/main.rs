@@ -176,6 +176,9 @@ enum TraceCommand {
     Stats(trace_cmd::StatsArgs),
     /// Print records, filtered by type, thread and time.
     Dump(trace_cmd::DumpArgs),
+    /// Open recordings in the web UI, loaded whole: the thread life-time view, charts and
+    /// statistics of the run.
+    View(hub_cmd::ViewArgs),
 }
 
 /// An error with the exit code it should produce.
@@ -218,6 +221,7 @@ fn main() -> ExitCode {
         Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
+        Command::Trace(TraceCommand::View(a)) => hub_cmd::view(a),
         Command::Spec { file } => spec_cmd::check(&file),
         Command::Ps { hub: None, .. } => steer_cmd::ps(),
         Command::Ps {

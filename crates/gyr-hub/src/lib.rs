@@ -339,6 +339,15 @@ impl Hub {
             .fold((0, 0), |(r, t), c| (r + c.refused(), t + c.timed_out()))
     }
 
+    /// Carries out a replay command as a page's replay bar does: `play`, `pause`, `speed`
+    /// (value: factor) or `seek` (value: seconds from the start; past the end seeks to the end).
+    pub fn replay_command(&self, action: &str, value: Option<f64>) -> Result<String, String> {
+        match &self.shared.replay {
+            Some(r) => r.command(action, value),
+            None => Err("this hub replays no trace files".to_owned()),
+        }
+    }
+
     /// Where trace files are written, if recording.
     pub fn record_dir(&self) -> Option<&std::path::Path> {
         self.shared.store.as_ref().map(|s| s.dir())
