@@ -3,7 +3,9 @@
 //! takes every thread's new events, thread by thread, in an order of its own).
 //!
 //! Figures: `events_per_s` through the filter (best of the runs; the median is printed too),
-//! Falcon's `hold_back_ratio`, `peak_held`.
+//! Falcon's `hold_back_ratio`, `peak_held`; and the life-time view's tiles over 2000 threads and
+//! 100 M thread events (`timeline_tile_ms_p99`: the hub's share of a frame, drawing 40 rows
+//! 1400 pixels wide at zoom levels from the whole run to a millisecond).
 
 use crate::figures::{percentile, r3};
 use gyr_trace::{Event, OrderFilter, SyncEvent};
@@ -149,6 +151,51 @@ fn delivered(per_thread: &[Vec<(usize, SyncEvent)>], rng: &mut Rng) -> Vec<Event
     out
 }
 
+/// The life-time view's data for `threads` threads taking turns on 64 mutexes, `events` thread
+/// events in all; then the time of `tiles` random viewports. Returns (build seconds, tile ms
+/// per viewport, segments).
+fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f64, Vec<f64>) {
+    use gyr_core::{Field, FieldType, Schema};
+    let mut t = gyr_trace::Timeline::new();
+    let two = [("mutex", FieldType::U64), ("n", FieldType::U64)];
+    for (id, name) in [
+        (1, "gyr.mutex.request"),
+        (2, "gyr.mutex.acquire"),
+        (3, "gyr.mutex.release"),
+    ] {
+        let fields = two.iter().map(|(n, ty)| Field::new(*n, *ty)).collect();
+        t.add_schema(&Schema::new(id, name, fields).expect("a valid schema"));
+    }
+    let start = Instant::now();
+    let rounds = events / threads / 3;
+    let mut payload = [0u8; 16];
+    for r in 0..rounds {
+        for th in 0..threads {
+            let base = r * 10_000 + th;
+            let m = (th + r) % 64;
+            payload[..8].copy_from_slice(&m.to_le_bytes());
+            payload[8..].copy_from_slice(&(r + 1).to_le_bytes());
+            t.push(th + 1, base, 0, 1, &payload);
+            t.push(th + 1, base + 1000 + rng.below(3000), 0, 2, &payload);
+            t.push(th + 1, base + 6000 + rng.below(3000), 0, 3, &payload);
+        }
+    }
+    let build = start.elapsed().as_secs_f64();
+    let end = rounds * 10_000;
+    let mut ms = Vec::with_capacity(tiles);
+    for _ in 0..tiles {
+        // Zoom levels spread evenly in log scale, from the whole run to 1 ms.
+        let span = (end as f64 * (1e6 / end as f64).powf(rng.below(1000) as f64 / 999.0)) as u64;
+        let t0 = rng.below(end.saturating_sub(span).max(1));
+        let row0 = rng.below(threads - 40) as usize;
+        let s = Instant::now();
+        let tile = t.tile(row0..row0 + 40, t0, t0 + span.max(1), 1400, 500);
+        std::hint::black_box(&tile);
+        ms.push(s.elapsed().as_secs_f64() * 1e3);
+    }
+    (build, ms)
+}
+
 pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     let events = if quick { 1_000_000 } else { 10_000_000 };
     let runs = if quick { 3 } else { 5 };
@@ -204,11 +251,29 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         s.hold_back_ratio(),
         s.peak_held
     );
+    let (threads, timeline_events) = if quick {
+        (2000, 6_000_000)
+    } else {
+        (2000, 100_000_000)
+    };
+    println!("life-time view: {threads} threads, {timeline_events} thread events");
+    let (build_s, mut tile_ms) = timeline_tiles(threads, timeline_events, 300, &mut rng);
+    let tile_p50 = percentile(&mut tile_ms, 0.5);
+    let tile_p99 = percentile(&mut tile_ms, 0.99);
+    println!(
+        "  built in {build_s:.1} s ({:.1} M events/s); a viewport of 40 rows x 1400 px: p50 {tile_p50:.2} ms, p99 {tile_p99:.2} ms (the hub's share of a 16 ms frame)",
+        timeline_events as f64 / build_s / 1e6
+    );
     if json {
         println!(
             "{}",
             json!({
                 "bench": "ordering",
+                "timeline_threads": threads,
+                "timeline_events": timeline_events,
+                "timeline_events_per_s": (timeline_events as f64 / build_s).round(),
+                "timeline_tile_ms_p50": r3(tile_p50),
+                "timeline_tile_ms_p99": r3(tile_p99),
                 "events": n,
                 "threads": THREADS + 1,
                 "events_per_s": best.round(),

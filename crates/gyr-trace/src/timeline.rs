@@ -142,6 +142,8 @@ struct Life {
     /// `levels[0]` summarises `FANOUT` segments per node, `levels[k]` `FANOUT` nodes of
     /// `levels[k - 1]`; complete nodes only (the tail is summarised at query time).
     levels: Vec<Vec<Node>>,
+    /// Arrows into this thread, in the order of their effects (its own time order).
+    arrows_in: Vec<Arrow>,
     /// ns blocked on a full ring by the previous record.
     blocked: u64,
     last: u64,
@@ -153,6 +155,7 @@ impl Life {
             thread,
             segments: Vec::new(),
             levels: Vec::new(),
+            arrows_in: Vec::new(),
             blocked: 0,
             last: 0,
         }
@@ -429,8 +432,9 @@ pub struct Tile {
     pub total_rows: usize,
     /// Per requested row: its label and its runs.
     pub rows: Vec<(Row, Vec<Run>)>,
-    /// Arrows between the requested rows and times, when there are at most the requested
-    /// maximum; otherwise none, and `arrows_omitted` says how many there were.
+    /// Arrows between the requested rows whose effects fall in the requested times, when there
+    /// are at most the requested maximum; otherwise none, and `arrows_omitted` says how many
+    /// there were (counting, past four times the maximum, arrows from rows not shown too).
     pub arrows: Vec<Arrow>,
     /// Arrows in the viewport left out because there were too many to draw.
     pub arrows_omitted: usize,
@@ -446,7 +450,8 @@ pub struct Timeline {
     names: HashMap<u64, String>,
     /// Per thread, its role and index.
     roles: HashMap<u64, (String, u64)>,
-    arrows: Vec<Arrow>,
+    /// The rows, computed again only after a thread or a role was added.
+    rows: std::cell::RefCell<Option<Vec<Row>>>,
     /// Per lock, the last release (thread, time, n).
     released: HashMap<u64, (u64, u64, u64)>,
     /// Per condition, the last signal (thread, time, n).
@@ -518,6 +523,7 @@ impl Timeline {
         let i = match self.by_thread.get(&thread) {
             Some(&i) => i,
             None => {
+                self.rows.replace(None);
                 self.lives.push(Life::new(thread));
                 self.by_thread.insert(thread, self.lives.len() - 1);
                 self.lives.len() - 1
@@ -563,6 +569,7 @@ impl Timeline {
         if Some(type_id) == self.role_type {
             if let Some((role, index)) = role_of(payload) {
                 self.roles.insert(thread, (role, index));
+                self.rows.replace(None);
             }
             return;
         }
@@ -574,7 +581,7 @@ impl Timeline {
             ViewEvent::Begin { .. } => {
                 life.enter(ts, State::Running, 0);
                 if let Some((from, at)) = self.forks.remove(&thread) {
-                    self.arrows.push(Arrow {
+                    life.arrows_in.push(Arrow {
                         from: (from, at),
                         to: (thread, ts),
                         kind: ArrowKind::Fork,
@@ -600,7 +607,7 @@ impl Timeline {
                     && r + 1 == n
                     && from != thread
                 {
-                    self.arrows.push(Arrow {
+                    life.arrows_in.push(Arrow {
                         from: (from, at),
                         to: (thread, ts),
                         kind: ArrowKind::Lock,
@@ -615,7 +622,7 @@ impl Timeline {
                     && r == after
                     && from != thread
                 {
-                    self.arrows.push(Arrow {
+                    life.arrows_in.push(Arrow {
                         from: (from, at),
                         to: (thread, ts),
                         kind: ArrowKind::Lock,
@@ -637,7 +644,7 @@ impl Timeline {
                     && n == after
                     && from != thread
                 {
-                    self.arrows.push(Arrow {
+                    life.arrows_in.push(Arrow {
                         from: (from, at),
                         to: (thread, ts),
                         kind: ArrowKind::Signal,
@@ -648,7 +655,7 @@ impl Timeline {
             ViewEvent::Joined { joined } => {
                 life.enter(ts, State::Running, 0);
                 if let Some(&at) = self.exits.get(&joined) {
-                    self.arrows.push(Arrow {
+                    life.arrows_in.push(Arrow {
                         from: (joined, at),
                         to: (thread, ts),
                         kind: ArrowKind::Join,
@@ -681,6 +688,18 @@ impl Timeline {
     /// The view's rows: threads of one role and index together, in order of first
     /// appearance; other threads one per row.
     pub fn rows(&self) -> Vec<Row> {
+        self.with_rows(|rows| rows.to_vec())
+    }
+
+    fn with_rows<R>(&self, f: impl FnOnce(&[Row]) -> R) -> R {
+        if self.rows.borrow().is_none() {
+            let rows = self.make_rows();
+            self.rows.replace(Some(rows));
+        }
+        f(self.rows.borrow().as_deref().expect("made above"))
+    }
+
+    fn make_rows(&self) -> Vec<Row> {
         let mut rows: Vec<Row> = Vec::new();
         let mut by_role: HashMap<(&str, u64), usize> = HashMap::new();
         for life in &self.lives {
@@ -716,9 +735,15 @@ impl Timeline {
             .map_or(&[], |&i| &self.lives[i].segments)
     }
 
-    /// The arrows so far, in the order their effects happened.
-    pub fn arrows(&self) -> &[Arrow] {
-        &self.arrows
+    /// The arrows so far, by the time of their effects.
+    pub fn arrows(&self) -> Vec<Arrow> {
+        let mut all: Vec<Arrow> = self
+            .lives
+            .iter()
+            .flat_map(|l| l.arrows_in.iter().copied())
+            .collect();
+        all.sort_by_key(|a| a.to.1);
+        all
     }
 
     /// The viewport `rows` × `[t0, t1)` drawn `width` pixels wide (at most 8192), with at most
@@ -731,38 +756,57 @@ impl Timeline {
         width: usize,
         max_arrows: usize,
     ) -> Tile {
-        let all = self.rows();
+        let (total, first, visible) = self.with_rows(|all| {
+            let first = rows.start.min(all.len());
+            let last = rows.end.clamp(first, all.len());
+            (all.len(), first, all[first..last].to_vec())
+        });
         let width = width.clamp(1, 8192);
         let t1 = t1.max(t0 + 1);
         let ns_per_px = (t1 - t0) as f64 / width as f64;
-        let first = rows.start.min(all.len());
-        let last = rows.end.clamp(first, all.len());
-        let mut out = Vec::with_capacity(last - first);
-        let mut threads = std::collections::HashSet::new();
-        for row in &all[first..last] {
+        let mut out = Vec::with_capacity(visible.len());
+        let mut lives = Vec::new();
+        for row in visible {
             let mut cols = Columns::new(width);
             for t in &row.threads {
-                threads.insert(*t);
                 if let Some(&i) = self.by_thread.get(t) {
                     self.lives[i].draw(t0, t1, ns_per_px, self.now, &mut cols);
+                    lives.push(&self.lives[i]);
                 }
             }
-            out.push((row.clone(), cols.runs()));
+            out.push((row, cols.runs()));
         }
-        let in_view = |a: &&Arrow| {
-            a.to.1 >= t0
-                && a.from.1 < t1
-                && (threads.contains(&a.from.0) || threads.contains(&a.to.0))
-        };
-        let count = self.arrows.iter().filter(in_view).count();
-        let (arrows, arrows_omitted) = if count <= max_arrows {
-            (self.arrows.iter().filter(in_view).copied().collect(), 0)
+        // Arrows into the visible threads whose effects fall in the viewport: found by binary
+        // search in each thread's own (time-ordered) list, so a tile never walks the history.
+        let ranges: Vec<&[Arrow]> = lives
+            .iter()
+            .map(|l| {
+                let a = l.arrows_in.partition_point(|a| a.to.1 < t0);
+                let b = l.arrows_in.partition_point(|a| a.to.1 < t1);
+                &l.arrows_in[a..b]
+            })
+            .collect();
+        let at_most: usize = ranges.iter().map(|r| r.len()).sum();
+        let (arrows, arrows_omitted) = if at_most > max_arrows.saturating_mul(4) {
+            // Too many to draw whatever their sources: say how many, without looking at them.
+            (Vec::new(), at_most)
         } else {
-            (Vec::new(), count)
+            let visible: std::collections::HashSet<u64> = lives.iter().map(|l| l.thread).collect();
+            let arrows: Vec<Arrow> = ranges
+                .iter()
+                .flat_map(|r| r.iter())
+                .filter(|a| visible.contains(&a.from.0))
+                .copied()
+                .collect();
+            if arrows.len() <= max_arrows {
+                (arrows, 0)
+            } else {
+                (Vec::new(), arrows.len())
+            }
         };
         Tile {
             first_row: first,
-            total_rows: all.len(),
+            total_rows: total,
             rows: out,
             arrows,
             arrows_omitted,
