@@ -1,0 +1,122 @@
+//! Whether a call is recorded: the process-wide switch, and each thread's state (one of gyr's
+//! own threads, inside gyr already, or past its exit).
+//!
+//! # Never recurse
+//!
+//! Every pthread call of the program passes through this library, and so do gyr's own: its
+//! monitors, its server and tokio's threads are created with `pthread_create`, std joins and
+//! detaches them, and an allocator may take a pthread mutex inside `malloc`, which gyr calls.
+//! A call is recorded only when all of these hold:
+//! - the runtime runs ([`ACTIVE`]: set once the constructor started it; cleared at exit, before
+//!   gyr's own exit hook ends the runtime, and in the child of a `fork()`);
+//! - the thread is not one of gyr's ([`GYR`]: set in a thread whose start routine lies in this
+//!   library, since std's thread start is in it, or whose creator had it set);
+//! - the thread is not inside gyr already ([`BUSY`]: set while a wrapper calls into gyr, so a
+//!   pthread call made on the way, for instance by an allocator, goes straight to the C
+//!   library);
+//! - the thread has not recorded its exit ([`EXITED`]: the destructors that run after it may
+//!   still lock, and gyr's buffer for the thread is gone).
+//!
+//! The state is a plain thread-local byte without a destructor: reading it never allocates and
+//! works at any point of a thread's life, its destructors included.
+
+use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether calls are recorded at all (see the module doc).
+pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// The thread is one of gyr's: nothing it does is recorded.
+pub(crate) const GYR: u8 = 1;
+/// The thread is inside gyr: calls it makes on the way are not recorded.
+pub(crate) const BUSY: u8 = 2;
+/// The thread has recorded its exit: what its destructors do is not.
+pub(crate) const EXITED: u8 = 4;
+/// The thread's exit will be recorded by its exit guard (see `threads.rs`).
+pub(crate) const ARMED: u8 = 8;
+
+/// The states in which a call is not recorded.
+const QUIET: u8 = GYR | BUSY | EXITED;
+
+thread_local! {
+    static STATE: Cell<u8> = const { Cell::new(0) };
+}
+
+/// The calling thread's state.
+#[inline]
+pub(crate) fn state() -> u8 {
+    STATE.with(Cell::get)
+}
+
+/// Sets the calling thread's state.
+#[inline]
+pub(crate) fn set(state: u8) {
+    STATE.with(|s| s.set(state))
+}
+
+/// Whether the process records at all.
+#[inline]
+pub(crate) fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// A call being recorded: the thread's state before it, restored by [`Entered::leave`].
+///
+/// Not a guard with `Drop`: the wrappers' frames must stay plain, with nothing to run, for a
+/// thread's cancellation or `pthread_exit` to unwind through them.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "leave() restores the thread's state"]
+pub(crate) struct Entered(u8);
+
+impl Entered {
+    /// Ends the call: the thread may be recorded again.
+    #[inline]
+    pub(crate) fn leave(self) {
+        set(self.0)
+    }
+}
+
+/// Starts recording a call, if it should be recorded: the thread is marked busy until
+/// [`Entered::leave`].
+#[inline]
+pub(crate) fn enter() -> Option<Entered> {
+    if !active() {
+        return None;
+    }
+    let s = state();
+    if s & QUIET != 0 {
+        return None;
+    }
+    set(s | BUSY);
+    Some(Entered(s))
+}
+
+/// Runs `f`, a call into gyr, so that no panic crosses into C: gyr does not panic on these
+/// paths, and if it ever did the event would be lost, not the program.
+#[inline]
+pub(crate) fn quiet(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(f));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_inside_gyr_is_not_recorded_again() {
+        ACTIVE.store(true, Ordering::SeqCst);
+        let outer = enter().expect("a plain thread is recorded");
+        assert!(enter().is_none(), "a nested call is not");
+        outer.leave();
+        assert_eq!(state(), 0);
+        set(GYR);
+        assert!(enter().is_none(), "gyr's threads are not");
+        set(ARMED);
+        let e = enter().expect("an armed thread is recorded");
+        assert_eq!(state(), ARMED | BUSY);
+        e.leave();
+        assert_eq!(state(), ARMED);
+        set(0);
+    }
+}
