@@ -37,8 +37,9 @@ fn wait_with(
     };
     let cond = slot_of(c as usize);
     let mutex = slot_of(m as usize);
+    let me = e.me();
     let depth = mutex.map_or(0, |s| s.aux.swap(0, Ordering::Relaxed));
-    let released = releasing(mutex);
+    let released = releasing(mutex, me);
     gate::quiet(|| {
         gyr::emit(&CondWait {
             cond: id_of(cond),
@@ -62,7 +63,7 @@ fn wait_with(
             })
         });
         if released {
-            acquired(mutex);
+            acquired(mutex, me);
             if let Some(s) = mutex {
                 s.aux.store(depth, Ordering::Relaxed);
             }

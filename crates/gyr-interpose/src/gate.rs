@@ -67,13 +67,26 @@ pub(crate) fn active() -> bool {
 /// thread's cancellation or `pthread_exit` to unwind through them.
 #[derive(Debug, Clone, Copy)]
 #[must_use = "leave() restores the thread's state"]
-pub(crate) struct Entered(u8);
+pub(crate) struct Entered {
+    /// The thread's state cell, found once per call (a thread-local access from a shared
+    /// library is a call into the dynamic loader).
+    cell: &'static Cell<u8>,
+    before: u8,
+}
 
 impl Entered {
     /// Ends the call: the thread may be recorded again.
     #[inline]
     pub(crate) fn leave(self) {
-        set(self.0)
+        self.cell.set(self.before)
+    }
+
+    /// The calling thread, as an object's recorded holder names it: the address of its state
+    /// cell, unique among live threads (and cheaper than `pthread_self`, a call into the C
+    /// library).
+    #[inline]
+    pub(crate) fn me(&self) -> u64 {
+        self.cell as *const Cell<u8> as u64
     }
 }
 
@@ -84,17 +97,21 @@ pub(crate) fn enter() -> Option<Entered> {
     if !active() {
         return None;
     }
-    let s = state();
-    if s & QUIET != 0 {
+    // SAFETY: the cell lives as long as the thread, and `Entered` never leaves the call that
+    // made it (it is neither `Send` nor stored), so the reference is used on this thread while
+    // the thread runs.
+    let cell: &'static Cell<u8> = STATE.with(|c| unsafe { &*(c as *const Cell<u8>) });
+    let before = cell.get();
+    if before & QUIET != 0 {
         return None;
     }
-    set(s | BUSY);
-    Some(Entered(s))
+    cell.set(before | BUSY);
+    Some(Entered { cell, before })
 }
 
 /// Runs `f`, a call into gyr, so that no panic crosses into C: gyr does not panic on these
 /// paths, and if it ever did the event would be lost, not the program.
-#[inline]
+#[inline(always)]
 pub(crate) fn quiet(f: impl FnOnce()) {
     let _ = std::panic::catch_unwind(AssertUnwindSafe(f));
 }

@@ -121,6 +121,14 @@ extern "C" fn at_exit() {
                 table::OBJECT_SLOTS
             );
         }
+        let n = table::THREADS.overflows();
+        if n > 0 {
+            eprintln!(
+                "gyr: {n} threads found no room in gyr-interpose's table of {} joinable \
+                 threads (never joined nor detached?): their joins were not recorded",
+                table::THREAD_SLOTS
+            );
+        }
     });
 }
 

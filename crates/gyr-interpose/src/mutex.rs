@@ -22,27 +22,21 @@ use gyr::sync::events::{MutexAcquire, MutexBusy, MutexRelease, MutexRequest};
 use libc::{c_int, c_void, clockid_t, pthread_mutex_t, timespec};
 use std::sync::atomic::Ordering;
 
-/// The calling thread, as a slot's `owner` names it.
-#[inline]
-pub(crate) fn me() -> u64 {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as u64 }
-}
-
 /// gyr's id of the object in `slot`, 0 without one (the table was full).
 #[inline]
 pub(crate) fn id_of(slot: Option<&Slot>) -> u64 {
     slot.map_or(0, Slot::id)
 }
 
-/// Records the calling thread's acquisition of the mutex in `slot`, which it now holds.
+/// Records the acquisition of the mutex in `slot` by the calling thread `me`
+/// ([`gate::Entered::me`]), which now holds it.
 #[inline]
-pub(crate) fn acquired(slot: Option<&Slot>) {
+pub(crate) fn acquired(slot: Option<&Slot>, me: u64) {
     gate::quiet(|| match slot {
         Some(s) => {
             let n = s.count.load(Ordering::Relaxed) + 1;
             s.count.store(n, Ordering::Relaxed);
-            s.owner.store(me(), Ordering::Relaxed);
+            s.owner.store(me, Ordering::Relaxed);
             s.aux.store(0, Ordering::Relaxed);
             gyr::emit(&MutexAcquire { mutex: s.id(), n });
         }
@@ -50,14 +44,14 @@ pub(crate) fn acquired(slot: Option<&Slot>) {
     })
 }
 
-/// Records the calling thread's release of the mutex in `slot`, if it is its recorded holder,
-/// before the real unlock; returns whether it did (false also for an inner hold of a
-/// recursive mutex, which stays held).
+/// Records the release of the mutex in `slot` by the calling thread `me`, if it is its
+/// recorded holder, before the real unlock; returns whether it did (false also for an inner
+/// hold of a recursive mutex, which stays held).
 #[inline]
-pub(crate) fn releasing(slot: Option<&Slot>) -> bool {
+pub(crate) fn releasing(slot: Option<&Slot>, me: u64) -> bool {
     let mut done = false;
     gate::quiet(|| match slot {
-        Some(s) if s.owner.load(Ordering::Relaxed) == me() => {
+        Some(s) if s.owner.load(Ordering::Relaxed) == me => {
             let depth = s.aux.load(Ordering::Relaxed);
             if depth > 0 {
                 s.aux.store(depth - 1, Ordering::Relaxed);
@@ -100,8 +94,9 @@ fn lock_with(
     busy_on: c_int,
 ) -> c_int {
     let slot = slot_of(m);
+    let me = e.me();
     if let Some(s) = slot
-        && s.owner.load(Ordering::Relaxed) == me()
+        && s.owner.load(Ordering::Relaxed) == me
     {
         // Held already by this thread: a recursive mutex counts one more hold, an
         // error-checking one refuses, a normal one deadlocks as it would have.
@@ -124,7 +119,7 @@ fn lock_with(
         r = wait();
     }
     if holds(r) {
-        acquired(slot);
+        acquired(slot, me);
     } else if r == busy_on {
         gate::quiet(|| gyr::emit(&MutexBusy { mutex: id_of(slot) }));
     }
@@ -210,10 +205,10 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
     let r = unsafe { real::mutex_trylock(m) };
     if holds(r) {
         match slot {
-            Some(s) if s.owner.load(Ordering::Relaxed) == me() => {
+            Some(s) if s.owner.load(Ordering::Relaxed) == e.me() => {
                 s.aux.fetch_add(1, Ordering::Relaxed);
             }
-            _ => acquired(slot),
+            _ => acquired(slot, e.me()),
         }
     } else if r == libc::EBUSY {
         gate::quiet(|| gyr::emit(&MutexBusy { mutex: id_of(slot) }));
@@ -235,7 +230,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     };
     let slot = OBJECTS.find(m as usize);
     if slot.is_some() || OBJECTS.overflows() > 0 {
-        releasing(slot);
+        releasing(slot, e.me());
     }
     // SAFETY: as above.
     let r = unsafe { real::mutex_unlock(m) };

@@ -88,7 +88,7 @@ macro_rules! real {
             ///
             /// As the C library's function: the arguments must be what it expects.
             #[inline]
-            #[allow(unreachable_code)] // pthread_exit's `else` never returns
+            #[allow(clippy::unused_unit)] // pthread_exit returns `()`
             pub(crate) unsafe fn $name($($arg: $ty),*) -> $ret {
                 let p = sym::$name.get();
                 if p.is_null() {
@@ -128,7 +128,8 @@ real! {
         t: pthread_t, r: *mut *mut c_void, at: *const timespec
     ) -> c_int, else MISSING;
     detach = c"pthread_detach"(t: pthread_t) -> c_int, else MISSING;
-    exit = c"pthread_exit"(r: *mut c_void) -> (), else unsafe { libc::abort() };
+    // Missing, it returns: its caller aborts.
+    exit = c"pthread_exit"(r: *mut c_void) -> (), else ();
 
     mutex_init = c"pthread_mutex_init"(m: *mut pthread_mutex_t, a: *const c_void) -> c_int,
         else MISSING;

@@ -11,7 +11,7 @@
 //! the writes counted so far (unchanged since the read began).
 
 use crate::gate::{self, Entered};
-use crate::mutex::{id_of, me};
+use crate::mutex::id_of;
 use crate::real;
 use crate::table::{OBJECTS, Slot};
 use gyr::sync::events::{RwLockAcquire, RwLockBusy, RwLockRelease, RwLockRequest};
@@ -24,15 +24,15 @@ fn slot_of(l: *mut pthread_rwlock_t) -> Option<&'static Slot> {
     OBJECTS.find_or_insert(l as usize)
 }
 
-/// Records the calling thread's acquisition, which it now holds.
+/// Records the acquisition by the calling thread `me`, which now holds the lock.
 #[inline]
-fn acquired(slot: Option<&Slot>, write: bool) {
+fn acquired(slot: Option<&Slot>, write: bool, me: u64) {
     gate::quiet(|| {
         let n = match slot {
             Some(s) if write => {
                 let n = s.count.load(Ordering::Relaxed) + 1;
                 s.count.store(n, Ordering::Relaxed);
-                s.owner.store(me(), Ordering::Relaxed);
+                s.owner.store(me, Ordering::Relaxed);
                 n
             }
             Some(s) => s.count.load(Ordering::Relaxed),
@@ -57,9 +57,10 @@ fn lock_with(
     wait: Option<&dyn Fn() -> c_int>,
 ) -> c_int {
     let slot = slot_of(l);
+    let me = e.me();
     if write
         && let Some(s) = slot
-        && s.owner.load(Ordering::Relaxed) == me()
+        && s.owner.load(Ordering::Relaxed) == me
     {
         // This thread writes already: the C library refuses (or deadlocks) as it would have.
         let r = match wait {
@@ -82,7 +83,7 @@ fn lock_with(
         r = wait();
     }
     if r == 0 {
-        acquired(slot, write);
+        acquired(slot, write, me);
     } else if r == libc::EBUSY || r == libc::ETIMEDOUT {
         gate::quiet(|| {
             gyr::emit(&RwLockBusy {
@@ -190,7 +191,7 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
     if slot.is_some() || OBJECTS.overflows() > 0 {
         gate::quiet(|| {
             let (write, n) = match slot {
-                Some(s) if s.owner.load(Ordering::Relaxed) == me() => {
+                Some(s) if s.owner.load(Ordering::Relaxed) == e.me() => {
                     s.owner.store(0, Ordering::Relaxed);
                     (true, s.count.load(Ordering::Relaxed))
                 }
