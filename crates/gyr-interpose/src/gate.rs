@@ -109,11 +109,49 @@ pub(crate) fn enter() -> Option<Entered> {
     Some(Entered { cell, before })
 }
 
+/// Whether calls into gyr must hold off the thread's cancellation (see [`quiet`]): set when
+/// the runtime's policy is Block, whose wait for room in a full ring sleeps.
+pub(crate) static GUARD_CANCEL: AtomicBool = AtomicBool::new(false);
+
 /// Runs `f`, a call into gyr, so that no panic crosses into C: gyr does not panic on these
 /// paths, and if it ever did the event would be lost, not the program.
+///
+/// # Cancellation
+///
+/// A thread cancelled (`pthread_cancel`) unwinds from its next cancellation point, and
+/// `catch_unwind` would stop that unwind, which the C library answers by aborting the process.
+/// So no cancellation point may be reached inside `f`. The usual path of an event makes no
+/// system call; what may (a thread's attachment, a wait for room in a full ring under the
+/// Block policy) runs with the thread's cancellation held off ([`quiet_uncancelled`]), at the
+/// cost of two calls into the C library, paid only there.
 #[inline(always)]
 pub(crate) fn quiet(f: impl FnOnce()) {
+    if GUARD_CANCEL.load(Ordering::Relaxed) {
+        return quiet_uncancelled(f);
+    }
     let _ = std::panic::catch_unwind(AssertUnwindSafe(f));
+}
+
+unsafe extern "C" {
+    fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
+}
+
+/// `PTHREAD_CANCEL_DISABLE` of glibc's `pthread.h`.
+const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
+
+/// [`quiet`], with the thread's cancellation held off while `f` runs (a cancellation
+/// requested meanwhile acts at the thread's next cancellation point after it).
+#[cold]
+#[inline(never)]
+pub(crate) fn quiet_uncancelled(f: impl FnOnce()) {
+    let mut old: libc::c_int = 0;
+    // SAFETY: sets the calling thread's cancel state, writing the old one into a local.
+    let held = unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) } == 0;
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(f));
+    if held {
+        // SAFETY: restores the state read above.
+        unsafe { pthread_setcancelstate(old, &mut old) };
+    }
 }
 
 #[cfg(test)]

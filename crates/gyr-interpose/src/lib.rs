@@ -87,8 +87,10 @@ fn start() {
         unsafe { std::env::set_var("GYR_TRACE", for_children) };
     }
     match builder.install() {
-        Ok(_runtime) => {
-            // The process's runtime: the guard does not stop it.
+        Ok(runtime) => {
+            if runtime.header().is_some_and(|h| h.policy == "block") {
+                gate::GUARD_CANCEL.store(true, Ordering::SeqCst);
+            }
             // SAFETY: `at_exit` and `in_child` are `extern "C" fn()` that never unwind (every
             // panic inside is caught) and stay valid for the whole process. Ours is registered
             // after gyr's, so it runs before it.

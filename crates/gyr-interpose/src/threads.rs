@@ -212,7 +212,8 @@ extern "C-unwind" fn start(p: *mut c_void) -> *mut c_void {
         gate::set(GYR);
     } else {
         gate::set(BUSY);
-        gate::quiet(|| {
+        // Attaching makes system calls, some of them cancellation points.
+        gate::quiet_uncancelled(|| {
             if let Some(child) = s.child {
                 child.begin();
                 if let Some(slot) = THREADS.find_or_insert(self_key()) {

@@ -465,3 +465,23 @@ fn a_full_table_degrades_to_unordered_events_and_says_so() {
     let unordered = mutexes.iter().filter(|m| **m == 0).count();
     assert!(unordered > 0 && unordered < 70_000 - 60_000, "{unordered}");
 }
+
+#[test]
+fn threads_cancelled_while_waiting_sleeping_and_starting() {
+    // Under Block, calls into gyr hold the thread's cancellation off; under Drop only a
+    // thread's start does (nothing else in them reaches a cancellation point).
+    for policy in ["block", "drop"] {
+        let r = run("cancel", &[("GYR_POLICY", policy)]);
+        r.assert_exit(0);
+        let t = Trace::read(&r.trace);
+        t.assert_clean();
+        let seen = check_order(&t);
+        assert_eq!((seen.forks, seen.begins), (22, 22), "{policy}");
+        assert_eq!(
+            t.count("gyr.thread.exit"),
+            22,
+            "{policy}: a cancelled thread's end"
+        );
+        assert_eq!(t.count("gyr.thread.join_end"), 22, "{policy}");
+    }
+}

@@ -522,6 +522,57 @@ static int static_scenario(void) {
     return 0;
 }
 
+/* ---- cancel: threads cancelled while waiting, sleeping, and as they start ----------------- */
+
+static void unlock_it(void *m) {
+    pthread_mutex_unlock(m);
+}
+
+static void *cancelled_waiter(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&done_lock);
+    pthread_cleanup_push(unlock_it, &done_lock);
+    for (;;)
+        pthread_cond_wait(&done_cond, &done_lock);
+    pthread_cleanup_pop(1);
+    return NULL;
+}
+
+static void *cancelled_sleeper(void *arg) {
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&total_lock);
+        total++;
+        pthread_mutex_unlock(&total_lock);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+static int cancel_scenario(void) {
+    pthread_t w, s;
+    CHECK(pthread_create(&w, NULL, cancelled_waiter, NULL) == 0);
+    CHECK(pthread_create(&s, NULL, cancelled_sleeper, NULL) == 0);
+    usleep(50000);
+    CHECK(pthread_cancel(w) == 0);
+    CHECK(pthread_cancel(s) == 0);
+    void *r;
+    CHECK(pthread_join(w, &r) == 0 && r == PTHREAD_CANCELED);
+    CHECK(pthread_join(s, &r) == 0 && r == PTHREAD_CANCELED);
+    /* Cancelled at once: most are still starting (recording their begin) when it comes. */
+    for (int i = 0; i < 20; i++) {
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, cancelled_sleeper, NULL) == 0);
+        CHECK(pthread_cancel(t) == 0);
+        CHECK(pthread_join(t, &r) == 0 && r == PTHREAD_CANCELED);
+    }
+    /* The waiter's cleanup handler released the mutex. */
+    CHECK(pthread_mutex_trylock(&done_lock) == 0);
+    pthread_mutex_unlock(&done_lock);
+    printf("cancel: 22 threads cancelled\n");
+    return 0;
+}
+
 /* ---- overflow: more mutexes than the interposer's table has room for --------------------- */
 
 #define MANY 70000
@@ -553,7 +604,7 @@ static int overflow(void) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s pool|prodcons|detached|barrier|rwlock|fork|exit|pexit|static|overflow\n",
+        fprintf(stderr, "usage: %s pool|prodcons|detached|barrier|rwlock|fork|exit|pexit|static|overflow|cancel\n",
                 argv[0]);
         return 2;
     }
@@ -568,6 +619,7 @@ int main(int argc, char **argv) {
     if (!strcmp(s, "pexit")) return pexit();
     if (!strcmp(s, "static")) return static_scenario();
     if (!strcmp(s, "overflow")) return overflow();
+    if (!strcmp(s, "cancel")) return cancel_scenario();
     fprintf(stderr, "unknown scenario %s\n", s);
     return 2;
 }
