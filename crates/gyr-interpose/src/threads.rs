@@ -14,11 +14,10 @@
 //!
 //! # The last thread
 //!
-//! The C library ends the process with `exit(0)` when its last thread ends, which would never
-//! happen with gyr's threads running: a program whose `main` leaves through `pthread_exit`
-//! would hang. So the program's threads are counted, and when the last one ends (its exit
-//! guard, or `pthread_exit` of the main thread) this library calls `exit(0)` itself. The one
-//! difference: that thread's `pthread_key_create` destructors do not run.
+//! The C library ends the process with `exit(0)` when its last thread ends, which never happens
+//! while gyr's threads run: a program whose `main` leaves through `pthread_exit` would hang.
+//! So when `main` does, a thread of gyr's (the reaper) starts watching the process's threads,
+//! and calls `exit(0)` once only gyr's are left (see [`start_reaper`]).
 //!
 //! # gyr's own threads
 //!
@@ -37,7 +36,8 @@ use crate::gate::{self, ARMED, BUSY, EXITED, GYR};
 use crate::real;
 use crate::table::THREADS;
 use libc::{c_int, c_void, pthread_attr_t, pthread_t, timespec};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 type StartRoutine = extern "C-unwind" fn(*mut c_void) -> *mut c_void;
 
@@ -67,37 +67,106 @@ impl Drop for ExitGuard {
             e.leave();
         }
         gate::set(gate::state() | EXITED);
-        ended();
     }
-}
-
-/// The program's threads that have not ended (gyr's are not counted): the main thread, and
-/// every thread from the moment its creator calls `pthread_create`.
-static LIVE: AtomicUsize = AtomicUsize::new(1);
-
-/// Whether gyr's threads run in this process (set once the runtime started; cleared in the
-/// child of a fork, which has none).
-pub(crate) static GYR_THREADS: AtomicBool = AtomicBool::new(false);
-
-/// A program's thread ends. When it is the last one, the process ends as the C library ends it
-/// when its last thread does, with `exit(0)`: gyr's threads, which never end by themselves,
-/// must not keep a program alive whose `main` left through `pthread_exit`.
-fn ended() {
-    if LIVE.fetch_sub(1, Ordering::AcqRel) == 1 && GYR_THREADS.load(Ordering::Acquire) {
-        // SAFETY: what the C library itself calls once the last thread has ended; it runs the
-        // exit hooks (gyr's closes the trace) and does not return.
-        unsafe { libc::exit(0) }
-    }
-}
-
-/// In the child of a fork: the calling thread is its only one.
-pub(crate) fn forked() {
-    LIVE.store(1, Ordering::SeqCst);
-    GYR_THREADS.store(false, Ordering::SeqCst);
 }
 
 thread_local! {
     static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// Whether gyr's threads run in this process (set once the runtime started; cleared at exit
+/// and in the child of a fork, which has none).
+pub(crate) static GYR_THREADS: AtomicBool = AtomicBool::new(false);
+
+/// The kernel's ids of gyr's running threads (0: a free slot), for the reaper.
+static GYR_TIDS: [AtomicI32; GYR_TID_SLOTS] = [const { AtomicI32::new(0) }; GYR_TID_SLOTS];
+
+/// gyr's threads followed at once, at most: monitors, the server, tokio's blocking pool.
+const GYR_TID_SLOTS: usize = 1024;
+
+/// Frees a gyr thread's slot in [`GYR_TIDS`] when the thread ends.
+struct GyrTid(Cell<usize>);
+
+impl Drop for GyrTid {
+    fn drop(&mut self) {
+        if let Some(slot) = GYR_TIDS.get(self.0.get()) {
+            slot.store(0, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static GYR_TID: GyrTid = const { GyrTid(Cell::new(usize::MAX)) };
+}
+
+/// Notes the calling thread, one of gyr's, until it ends.
+fn note_gyr_thread() {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    if let Some(i) = GYR_TIDS.iter().position(|s| {
+        s.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }) {
+        GYR_TID.with(|g| g.0.set(i));
+    }
+}
+
+/// The main thread left through `pthread_exit`: the C library ends the process with `exit(0)`
+/// once its last thread has ended, which never happens while gyr's threads run. A thread of
+/// gyr's, the reaper, does it instead: it looks at the process's threads every
+/// [`REAP_INTERVAL`], and calls `exit(0)` once only gyr's (and the main thread, which the
+/// kernel keeps until the process ends) are left. It counts every thread the kernel lists,
+/// so threads created inside the C library (C11's `thrd_create`, timers) keep the process
+/// alive as they would have.
+fn start_reaper() {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("gyr-reaper".into())
+        .spawn(reap);
+    if let Err(e) = spawned {
+        eprintln!(
+            "gyr: cannot start the thread that ends the process after main's pthread_exit ({e}): \
+             the process will not end by itself"
+        );
+    }
+}
+
+/// How often the reaper looks at the process's threads.
+const REAP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+fn reap() {
+    // SAFETY: getpid and gettid have no preconditions.
+    let (main, me) = unsafe { (libc::getpid(), libc::gettid()) };
+    loop {
+        std::thread::sleep(REAP_INTERVAL);
+        if !GYR_THREADS.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        let program_runs = tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok())
+            .any(|tid| {
+                tid != main
+                    && tid != me
+                    && !GYR_TIDS.iter().any(|s| s.load(Ordering::Acquire) == tid)
+            });
+        if !program_runs {
+            // SAFETY: what the C library itself calls once the last thread has ended; it runs
+            // the exit hooks (gyr's closes the trace) and does not return.
+            unsafe { libc::exit(0) }
+        }
+    }
+}
+
+/// In the child of a fork: none of gyr's threads run there.
+pub(crate) fn forked() {
+    GYR_THREADS.store(false, Ordering::SeqCst);
 }
 
 /// The base address of the object (this library, the program, another library) holding
@@ -116,7 +185,7 @@ fn object_base(addr: *const c_void) -> usize {
 
 /// Whether `routine` lies in this library (a thread of gyr's).
 fn is_ours(routine: StartRoutine) -> bool {
-    static OURS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static OURS: AtomicUsize = AtomicUsize::new(0);
     let mut base = OURS.load(Ordering::Relaxed);
     if base == 0 {
         base = object_base(is_ours as *const c_void);
@@ -176,17 +245,11 @@ pub unsafe extern "C" fn pthread_create(
         gyr: ours,
         child,
     }));
-    if !ours {
-        LIVE.fetch_add(1, Ordering::AcqRel);
-    }
     // SAFETY: the program's arguments, passed on; `start` takes the box back in the thread.
     let r = unsafe { real::create(thread, attr, start, boxed.cast()) };
     if r != 0 {
         // SAFETY: no thread was created, so the box is still ours alone.
         drop(unsafe { Box::from_raw(boxed) });
-        if !ours {
-            LIVE.fetch_sub(1, Ordering::AcqRel);
-        }
     } else if let Some(c) = child
         && c.id() != 0
     {
@@ -210,6 +273,7 @@ extern "C-unwind" fn start(p: *mut c_void) -> *mut c_void {
     let s = *unsafe { Box::from_raw(p.cast::<Start>()) };
     if s.gyr {
         gate::set(GYR);
+        note_gyr_thread();
     } else {
         gate::set(BUSY);
         // Attaching makes system calls, some of them cancellation points.
@@ -371,7 +435,13 @@ pub unsafe extern "C-unwind" fn pthread_exit(value: *mut c_void) -> ! {
             e.leave();
         }
         gate::set(gate::state() | EXITED);
-        ended();
+        // SAFETY: getpid and gettid have no preconditions.
+        if unsafe { libc::gettid() == libc::getpid() } && GYR_THREADS.load(Ordering::Acquire) {
+            let before = gate::state();
+            gate::set(before | BUSY);
+            gate::quiet(start_reaper);
+            gate::set(before);
+        }
     }
     // SAFETY: the program's argument, passed on; pthread_exit does not return.
     unsafe { real::exit(value) };

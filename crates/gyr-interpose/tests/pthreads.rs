@@ -431,6 +431,11 @@ fn exit_from_a_worker_while_others_hold_locks() {
 fn pthread_exit_from_workers_and_from_main() {
     let r = run("pexit", &[]);
     r.assert_exit(0);
+    assert!(
+        r.stdout().contains("the C11 thread ends last"),
+        "the process ends when its last thread does, not before: {}",
+        r.stdout()
+    );
     let t = Trace::read(&r.trace);
     t.assert_clean();
     check_order(&t);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -478,7 +479,20 @@ static void *exiting_worker(void *arg) {
     return NULL;
 }
 
+/* Created inside the C library (C11's threads call its pthread functions directly), so the
+ * interposer does not see it: it must still keep the process alive. */
+static int c11_thread(void *arg) {
+    (void)arg;
+    usleep(150000);
+    printf("pexit: the C11 thread ends last\n");
+    fflush(stdout);
+    return 0;
+}
+
 static int pexit(void) {
+    thrd_t c11;
+    CHECK(thrd_create(&c11, c11_thread, NULL) == thrd_success);
+    CHECK(thrd_detach(c11) == thrd_success);
     pthread_t t[3];
     for (long i = 0; i < 3; i++)
         CHECK(pthread_create(&t[i], NULL, exiting_worker, (void *)i) == 0);
