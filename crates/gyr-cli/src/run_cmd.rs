@@ -2,7 +2,8 @@
 //! `libgyr_interpose.so` preloaded, forwards its exit status, and says where its trace went.
 //!
 //! The library is `GYR_INTERPOSE_LIB` when set, else the one beside the `gyr` binary (the same
-//! target directory, or its `deps/`, where `cargo build -p gyr-cli` leaves it). Before running
+//! target directory, or its `deps/`, where `cargo build -p gyr-cli` leaves it; the newer of
+//! the two). Before running
 //! the program this checks what would make the preload silently fail: a statically linked
 //! program, one of another architecture, a set-user-ID one.
 //!
@@ -196,9 +197,13 @@ fn find_library() -> Result<PathBuf, Failure> {
         None => {
             let exe = std::env::current_exe()?;
             let dir = exe.parent().unwrap_or(Path::new("."));
+            // Both exist when the library was also built on its own: the newer one is the
+            // one built with this binary.
             [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)]
                 .into_iter()
-                .find(|p| p.is_file())
+                .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+                .max_by_key(|(modified, _)| *modified)
+                .map(|(_, p)| p)
                 .ok_or_else(|| {
                     anyhow!(
                         "{LIBRARY} is not beside {} (nor in its deps/): build it with `cargo build \
