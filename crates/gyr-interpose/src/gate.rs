@@ -72,13 +72,32 @@ pub(crate) struct Entered {
     /// library is a call into the dynamic loader).
     cell: &'static Cell<u8>,
     before: u8,
+    /// The thread's `errno`, and the value the program should see: as the call found it, then
+    /// as the last real call left it. What gyr does in between is not the program's.
+    errno: *mut libc::c_int,
+    errno_value: libc::c_int,
 }
 
 impl Entered {
-    /// Ends the call: the thread may be recorded again.
+    /// Ends the call: the thread may be recorded again, and `errno` is what the program's
+    /// calls made it.
     #[inline]
     pub(crate) fn leave(self) {
+        // SAFETY: the calling thread's errno, which lives as long as the thread.
+        unsafe { *self.errno = self.errno_value };
         self.cell.set(self.before)
+    }
+
+    /// Makes `f`, a call of the C library's function, see and leave `errno` as if it were
+    /// the program's own call.
+    #[inline]
+    pub(crate) fn real<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: the calling thread's errno, which lives as long as the thread.
+        unsafe { *self.errno = self.errno_value };
+        let r = f();
+        // SAFETY: as above.
+        self.errno_value = unsafe { *self.errno };
+        r
     }
 
     /// The calling thread, as an object's recorded holder names it: the address of its state
@@ -90,8 +109,8 @@ impl Entered {
     }
 }
 
-/// Starts recording a call, if it should be recorded: the thread is marked busy until
-/// [`Entered::leave`].
+/// Starts recording a call, if it should be recorded: the thread is marked busy, and its
+/// `errno` kept for the program, until [`Entered::leave`].
 #[inline]
 pub(crate) fn enter() -> Option<Entered> {
     if !active() {
@@ -106,7 +125,16 @@ pub(crate) fn enter() -> Option<Entered> {
         return None;
     }
     cell.set(before | BUSY);
-    Some(Entered { cell, before })
+    // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let errno_value = unsafe { *errno };
+    Some(Entered {
+        cell,
+        before,
+        errno,
+        errno_value,
+    })
 }
 
 /// Whether calls into gyr must hold off the thread's cancellation (see [`quiet`]): set when

@@ -59,9 +59,15 @@ static INIT: extern "C" fn() = init;
 
 #[cfg(not(test))]
 extern "C" fn init() {
+    // SAFETY: __errno_location has no preconditions; `main` finds errno as it would have.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let errno_value = unsafe { *errno };
     gate::set(gate::BUSY);
     gate::quiet(start);
     gate::set(0);
+    // SAFETY: as above.
+    unsafe { *errno = errno_value };
 }
 
 /// Starts the runtime (see the crate doc); the calling thread is marked busy meanwhile, so

@@ -88,7 +88,7 @@ fn holds(r: c_int) -> bool {
 /// The locks that may wait: try first, record the request if taken, then `wait`.
 #[inline]
 fn lock_with(
-    e: Entered,
+    mut e: Entered,
     m: *mut pthread_mutex_t,
     wait: impl FnOnce() -> c_int,
     busy_on: c_int,
@@ -100,7 +100,7 @@ fn lock_with(
     {
         // Held already by this thread: a recursive mutex counts one more hold, an
         // error-checking one refuses, a normal one deadlocks as it would have.
-        let r = wait();
+        let r = e.real(wait);
         if r == 0 {
             s.aux.fetch_add(1, Ordering::Relaxed);
         }
@@ -108,7 +108,7 @@ fn lock_with(
         return r;
     }
     // SAFETY: the program's mutex, passed on.
-    let mut r = unsafe { real::mutex_trylock(m) };
+    let mut r = e.real(|| unsafe { real::mutex_trylock(m) });
     if r == libc::EBUSY {
         gate::quiet(|| {
             gyr::emit(&MutexRequest {
@@ -116,7 +116,7 @@ fn lock_with(
                 addr: m as u64,
             })
         });
-        r = wait();
+        r = e.real(wait);
     }
     if holds(r) {
         acquired(slot, me);
@@ -196,13 +196,13 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 /// As `pthread_mutex_trylock`.
 #[cfg_attr(not(test), unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
-    let Some(e) = gate::enter() else {
+    let Some(mut e) = gate::enter() else {
         // SAFETY: the program's mutex, passed on.
         return unsafe { real::mutex_trylock(m) };
     };
     let slot = slot_of(m);
     // SAFETY: as above.
-    let r = unsafe { real::mutex_trylock(m) };
+    let r = e.real(|| unsafe { real::mutex_trylock(m) });
     if holds(r) {
         match slot {
             Some(s) if s.owner.load(Ordering::Relaxed) == e.me() => {
@@ -224,7 +224,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 /// As `pthread_mutex_unlock`.
 #[cfg_attr(not(test), unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    let Some(e) = gate::enter() else {
+    let Some(mut e) = gate::enter() else {
         // SAFETY: the program's mutex, passed on.
         return unsafe { real::mutex_unlock(m) };
     };
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
         releasing(slot, e.me());
     }
     // SAFETY: as above.
-    let r = unsafe { real::mutex_unlock(m) };
+    let r = e.real(|| unsafe { real::mutex_unlock(m) });
     e.leave();
     r
 }

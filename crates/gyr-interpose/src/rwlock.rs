@@ -50,7 +50,7 @@ fn acquired(slot: Option<&Slot>, write: bool, me: u64) {
 /// try lock, which gives up instead).
 #[inline]
 fn lock_with(
-    e: Entered,
+    mut e: Entered,
     l: *mut pthread_rwlock_t,
     write: bool,
     try_lock: impl FnOnce() -> c_int,
@@ -64,13 +64,13 @@ fn lock_with(
     {
         // This thread writes already: the C library refuses (or deadlocks) as it would have.
         let r = match wait {
-            Some(w) => w(),
-            None => try_lock(),
+            Some(w) => e.real(w),
+            None => e.real(try_lock),
         };
         e.leave();
         return r;
     }
-    let mut r = try_lock();
+    let mut r = e.real(try_lock);
     if r == libc::EBUSY
         && let Some(wait) = wait
     {
@@ -80,7 +80,7 @@ fn lock_with(
                 write,
             })
         });
-        r = wait();
+        r = e.real(wait);
     }
     if r == 0 {
         acquired(slot, write, me);
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c
 /// As `pthread_rwlock_unlock`.
 #[cfg_attr(not(test), unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    let Some(e) = gate::enter() else {
+    let Some(mut e) = gate::enter() else {
         // SAFETY: the program's lock, passed on.
         return unsafe { real::rwlock_unlock(l) };
     };
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
         });
     }
     // SAFETY: as above.
-    let r = unsafe { real::rwlock_unlock(l) };
+    let r = e.real(|| unsafe { real::rwlock_unlock(l) });
     e.leave();
     r
 }

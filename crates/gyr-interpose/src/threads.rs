@@ -231,6 +231,11 @@ pub unsafe extern "C" fn pthread_create(
     let Some(routine) = routine else {
         return libc::EINVAL;
     };
+    // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno,
+    // kept for the program across what gyr does here (see `gate::Entered::real`).
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let mut errno_value = unsafe { *errno };
     let before = gate::state();
     let ours = before & GYR != 0 || is_ours(routine);
     let record = !ours && gate::active() && before & (BUSY | EXITED) == 0;
@@ -246,7 +251,13 @@ pub unsafe extern "C" fn pthread_create(
         child,
     }));
     // SAFETY: the program's arguments, passed on; `start` takes the box back in the thread.
-    let r = unsafe { real::create(thread, attr, start, boxed.cast()) };
+    // The errno pointer is the calling thread's.
+    let r = unsafe {
+        *errno = errno_value;
+        let r = real::create(thread, attr, start, boxed.cast());
+        errno_value = *errno;
+        r
+    };
     if r != 0 {
         // SAFETY: no thread was created, so the box is still ours alone.
         drop(unsafe { Box::from_raw(boxed) });
@@ -264,6 +275,8 @@ pub unsafe extern "C" fn pthread_create(
         }
     }
     gate::set(before);
+    // SAFETY: the calling thread's errno.
+    unsafe { *errno = errno_value };
     r
 }
 
@@ -276,6 +289,11 @@ extern "C-unwind" fn start(p: *mut c_void) -> *mut c_void {
         note_gyr_thread();
     } else {
         gate::set(BUSY);
+        // SAFETY: __errno_location has no preconditions; the program's start routine finds
+        // errno as the C library left it.
+        let errno = unsafe { libc::__errno_location() };
+        // SAFETY: as above.
+        let errno_value = unsafe { *errno };
         // Attaching makes system calls, some of them cancellation points.
         gate::quiet_uncancelled(|| {
             if let Some(child) = s.child {
@@ -290,6 +308,8 @@ extern "C-unwind" fn start(p: *mut c_void) -> *mut c_void {
             EXIT_GUARD.with(|_| ());
         });
         gate::set(ARMED);
+        // SAFETY: the calling thread's errno.
+        unsafe { *errno = errno_value };
     }
     // No catch_unwind here: cancellation and pthread_exit unwind through this frame.
     (s.routine)(s.arg)

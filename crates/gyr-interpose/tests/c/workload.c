@@ -46,6 +46,7 @@ static pthread_mutex_t recursive;
 
 static void *pool_worker(void *arg) {
     (void)arg;
+    CHECK(errno == 0); /* a thread starts with errno 0, whatever gyr did to start it */
     for (;;) {
         pthread_mutex_lock(&queue.lock);
         while (queue.count == 0 && !queue.closed)
@@ -84,6 +85,7 @@ static void *pool_worker(void *arg) {
 }
 
 static int pool(void) {
+    CHECK(errno == 0); /* as the C library leaves it at startup */
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
@@ -122,6 +124,14 @@ static int pool(void) {
     CHECK(pthread_mutex_unlock(&ec) == EPERM);
     CHECK(pthread_mutex_destroy(&ec) == 0);
     pthread_mutexattr_destroy(&a);
+    /* errno is the program's: what gyr does inside the calls does not show. */
+    errno = 4242;
+    pthread_mutex_lock(&total_lock);
+    CHECK(errno == 4242);
+    CHECK(pthread_mutex_trylock(&total_lock) == EBUSY);
+    pthread_cond_signal(&queue.not_empty);
+    pthread_mutex_unlock(&total_lock);
+    CHECK(errno == 4242);
     printf("pool: total %ld\n", total);
     return 0;
 }
