@@ -1,5 +1,5 @@
-//! C programs (`tests/c/workload.c`, compiled here with `cc`) run under the interposer: each
-//! scenario's trace reads cleanly, and its thread events, delivered thread by thread with the
+//! C and C++ programs (`tests/c/workload.c` and `tests/c/cxx.cc`, compiled here with `cc` and
+//! `c++`) run under the interposer: each scenario's trace reads cleanly, and its thread events, delivered thread by thread with the
 //! last thread first, come out of `gyr-trace`'s ordering filter causally consistent.
 
 use gyr_core::schema::{Schema, TypeId};
@@ -23,14 +23,21 @@ fn library() -> PathBuf {
 
 /// The workload compiled into `dir`.
 fn compile(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/workload.c");
-    let bin = dir.join("workload");
-    let out = Command::new("cc")
+    compile_with("cc", "workload.c", dir)
+}
+
+/// `source` (in `tests/c`) compiled by `compiler` into `dir`.
+fn compile_with(compiler: &str, source: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(source);
+    let bin = dir.join(source.split('.').next().unwrap());
+    let out = Command::new(compiler)
         .args(["-O1", "-g", "-pthread", "-Wall", "-o"])
         .arg(&bin)
         .arg(&src)
         .output()
-        .expect("cc runs (install gcc)");
+        .unwrap_or_else(|e| panic!("{compiler} runs (install gcc and g++): {e}"));
     assert!(
         out.status.success(),
         "cc failed: {}",
@@ -49,9 +56,13 @@ struct Run {
 fn run(scenario: &str, env: &[(&str, &str)]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path());
+    run_program(dir, &bin, &[scenario], env)
+}
+
+fn run_program(dir: tempfile::TempDir, bin: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let trace = dir.path().join("trace.gyr");
-    let mut cmd = Command::new(&bin);
-    cmd.arg(scenario)
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
         .env("LD_PRELOAD", library())
         .env("GYR_TRACE", &trace)
         // Deterministic for the checks: a full ring waits rather than dropping.
@@ -489,4 +500,22 @@ fn threads_cancelled_while_waiting_sleeping_and_starting() {
         );
         assert_eq!(t.count("gyr.thread.join_end"), 22, "{policy}");
     }
+}
+
+#[test]
+fn a_cpp_program_with_std_threads_mutexes_and_condition_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile_with("c++", "cxx.cc", dir.path());
+    let r = run_program(dir, &bin, &[], &[]);
+    r.assert_exit(0);
+    let t = Trace::read(&r.trace);
+    t.assert_clean();
+    let seen = check_order(&t);
+    assert_eq!((seen.forks, seen.begins), (3, 3));
+    assert_eq!(t.count("gyr.thread.exit"), 3);
+    assert_eq!(t.count("gyr.thread.join_end"), 3);
+    // std::condition_variable's timed waits (pthread_cond_clockwait) are seen.
+    assert!(t.count("gyr.cond.wait") > 0 && seen.wakes > 0, "{seen:?}");
+    // std::shared_mutex: 200 writes, 800 reads.
+    assert_eq!(t.count("gyr.rwlock.acquire"), 1000);
 }
