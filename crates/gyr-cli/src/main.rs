@@ -1,18 +1,20 @@
 #![doc = include_str!("../README.md")]
 //!
 //! One module per command (`demo`, `hub_cmd`, `trace_cmd`, `spec_cmd`, `steer_cmd` for the
-//! one-shot steering commands, `script_cmd` (the engine is `gyr-rules`), `attach`); `client` and `show` are how every command
-//! talks to programs and prints their answers.
+//! one-shot steering commands, `script_cmd` (the engine is `gyr-rules`), `attach`, `run_cmd`);
+//! `client` and `show` are how every command talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
 //! missing, foreign or corrupt trace file, an invalid spec, wrong arguments). A closed pipe
-//! (`gyr trace dump f | head`) is success.
+//! (`gyr trace dump f | head`) is success. `gyr run` exits with its program's status (see
+//! `run_cmd` for the rest).
 
 mod attach;
 mod client;
 mod demo;
 mod demo_heat;
 mod hub_cmd;
+mod run_cmd;
 mod script_cmd;
 mod show;
 mod spec_cmd;
@@ -168,6 +170,9 @@ enum Command {
     /// Steer a program interactively: a command line with history and completion, the
     /// program's objects, and live events and steering changes as they happen.
     Attach(steer_cmd::Target),
+    /// Run an unmodified C or C++ program with its pthread events recorded:
+    /// `gyr run --threads [--trace FILE] -- PROGRAM ARGS...` (exits with the program's status).
+    Run(run_cmd::RunArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -266,6 +271,7 @@ fn main() -> ExitCode {
         } => steer_cmd::watch(target, types, thread, json, limit),
         Command::Script { target, file } => script_cmd::run_file(target, &file),
         Command::Attach(t) => attach::run(t),
+        Command::Run(a) => run_cmd::run(a),
     };
     match result {
         Ok(code) => code,

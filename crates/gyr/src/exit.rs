@@ -11,7 +11,7 @@
 //! at once, and then raises the signal again, so the exit status and the parent's view are
 //! what they would have been without gyr.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -54,8 +54,32 @@ pub(crate) fn install(signals: bool, hooks: Hooks) {
 }
 
 extern "C" fn at_exit() {
+    if FORGOTTEN.load(Ordering::SeqCst) {
+        return;
+    }
     // A panic must not cross into C.
     let _ = std::panic::catch_unwind(end_now);
+}
+
+/// Set in the child of a `fork()` by [`forget_in_child`].
+static FORGOTTEN: AtomicBool = AtomicBool::new(false);
+
+/// In the child of a `fork()`: the exit hook does nothing (the trace and the server's files are
+/// the parent's), and SIGINT, SIGTERM and SIGHUP get their default action back where gyr's
+/// handler is installed, since it would wake the parent's `gyr-signals` thread through the pipe
+/// they share. Async-signal-safe: atomics and `sigaction` only.
+pub(crate) fn forget_in_child() {
+    FORGOTTEN.store(true, Ordering::SeqCst);
+    let ours = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    for sig in SIGNALS {
+        if current_handler(sig) == Some(ours) {
+            // SAFETY: SIG_DFL is a valid action for these signals; the child then ends on them
+            // as it would have without gyr.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+    // A handler already running writes to no descriptor at all.
+    WAKE.store(-1, Ordering::SeqCst);
 }
 
 /// Shuts down whatever runtime is running, within [`DEFAULT_EXIT_DEADLINE`].

@@ -65,7 +65,7 @@ pub use registry::{LOST_TYPE_ID, RegisterError, SensorType, schema_by_name, sche
 pub use runtime::{
     Builder, DEFAULT_FLUSH_INTERVAL, DEFAULT_MAX_LAG, DEFAULT_MAX_MONITORS, DEFAULT_MONITORS,
     DEFAULT_POLL_INTERVAL, DEFAULT_RING_CAPACITY, DEFAULT_SAMPLE_INTERVAL, Error, Policy, Runtime,
-    Summary, flush, init, shutdown,
+    Summary, after_fork_in_child, flush, init, shutdown,
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
 pub use sensor::{Sensor, SensorField, SensorInstance, emit};

@@ -38,7 +38,11 @@ pub(crate) struct ThreadBuffer {
 impl Drop for ThreadBuffer {
     fn drop(&mut self) {
         self.entry.ring.close();
-        self.shared.wake_monitor(self.entry.monitor());
+        // In the child of a fork no monitor runs, and the lock waking one takes may be held
+        // for good by a thread the child does not have.
+        if !state::FORKED.load(Ordering::Relaxed) {
+            self.shared.wake_monitor(self.entry.monitor());
+        }
     }
 }
 

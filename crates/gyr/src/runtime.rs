@@ -744,6 +744,22 @@ pub fn init() -> Result<Runtime, Error> {
     Builder::new().with_default_env().install()
 }
 
+/// Lets go of the parent's runtime in the child of a `fork()`; call it first thing in the child
+/// (a `pthread_atfork` child handler, as `gyr-interpose` does), when the child runs on without
+/// `exec`.
+///
+/// The child has none of the parent's threads: no monitor drains its rings, no server answers.
+/// Afterwards the child records nothing (no runtime is current: [`flush`], [`shutdown`] and a
+/// new thread's first event find none, and an attached thread's full ring drops instead of
+/// waiting), its exit leaves the parent's trace file and server files alone, and SIGINT,
+/// SIGTERM and SIGHUP end it as they would have without gyr. It takes no lock that a thread
+/// the child lacks may hold, and is async-signal-safe. A new runtime cannot be started in the
+/// child.
+pub fn after_fork_in_child() {
+    crate::state::forget_after_fork();
+    crate::exit::forget_in_child();
+}
+
 /// Flushes the running runtime, if any (see [`Runtime::flush`]).
 pub fn flush() -> bool {
     current().is_some_and(|s| s.flush(Duration::from_secs(5)))
@@ -758,6 +774,7 @@ fn install_panic_hook() {
             // Get what the program recorded up to the panic onto storage: if the panic ends the
             // process, the trace still shows its last moments. Never wait long, never deadlock.
             if let Ok(guard) = RUNTIME.try_lock()
+                && !crate::state::FORKED.load(Ordering::Relaxed)
                 && let Some(shared) = guard.clone()
             {
                 drop(guard);

@@ -30,8 +30,26 @@ pub(crate) fn count_unrecorded() {
     }
 }
 
+/// Set in the child of a `fork()` by [`forget_after_fork`]: the runtime is the parent's.
+pub(crate) static FORKED: AtomicBool = AtomicBool::new(false);
+
 pub(crate) fn current() -> Option<Arc<Shared>> {
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
     RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// In the child of a `fork()`: no runtime is current any more, and a ring that fills drops
+/// instead of waiting (no monitor drains it in the child). Takes no lock that a thread the
+/// child does not have may hold.
+pub(crate) fn forget_after_fork() {
+    FORKED.store(true, Ordering::SeqCst);
+    if let Ok(runtime) = RUNTIME.try_lock()
+        && let Some(shared) = &*runtime
+    {
+        shared.failed.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A service the runtime stops at its end, once the last events have reached the sinks (the

@@ -1,5 +1,6 @@
 //! Ordinary ways a program ends, and what gyr keeps of them: `std::process::exit` with the
-//! guard alive, a guard dropped by accident (`let _ = gyr::init()`), SIGTERM and SIGINT. Each
+//! guard alive, a guard dropped by accident (`let _ = gyr::init()`), SIGTERM and SIGINT, and
+//! children forked without exec (`gyr::after_fork_in_child`). Each
 //! test runs the program as a child process (this test binary, re-run with an environment
 //! variable naming the case) and reads the trace it left.
 
@@ -70,6 +71,45 @@ fn child(case: &str) -> ! {
             }
             rt.shutdown();
             std::process::exit(7);
+        }
+        "fork" => {
+            let rt = gyr::init().unwrap();
+            for n in 0..EVENTS / 2 {
+                Step { n }.emit();
+            }
+            // Two children that run on without exec: one exits, one is ended by SIGTERM.
+            for how in ["exit", "signal"] {
+                // SAFETY: the child only emits (into its own copy of the rings), then exits or
+                // raises a signal.
+                let pid = unsafe { libc::fork() };
+                assert!(pid >= 0);
+                if pid == 0 {
+                    gyr::after_fork_in_child();
+                    for n in 0..EVENTS {
+                        Step { n: EVENTS + n }.emit();
+                    }
+                    if how == "exit" {
+                        std::process::exit(5);
+                    }
+                    // SAFETY: raising a signal in this process, whose action is the default.
+                    unsafe { libc::raise(libc::SIGTERM) };
+                    std::process::exit(6);
+                }
+                let mut status = 0;
+                // SAFETY: waits for the child just forked, into a local.
+                assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+                match how {
+                    "exit" => assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5),
+                    _ => assert!(
+                        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGTERM
+                    ),
+                }
+            }
+            for n in EVENTS / 2..EVENTS {
+                Step { n }.emit();
+            }
+            let _keep = &rt;
+            std::process::exit(0);
         }
         other => panic!("unknown case {other}"),
     }
@@ -224,4 +264,17 @@ fn a_programs_own_signal_handler_is_left_alone() {
     );
     let (_, closed) = steps(&dir.path().join("run.gyr"));
     assert!(closed);
+}
+
+#[test]
+fn a_forked_child_leaves_the_parents_trace_and_signals_alone() {
+    if let Ok(case) = std::env::var(CASE) {
+        child(&case);
+    }
+    // The children's exit and SIGTERM neither write into the parent's trace nor wake its
+    // signal thread (which would end the parent by the signal).
+    exits_with_every_event(
+        "fork",
+        "a_forked_child_leaves_the_parents_trace_and_signals_alone",
+    );
 }
