@@ -5,7 +5,10 @@
 //! Figures: `events_per_s` through the filter (best of the runs; the median is printed too),
 //! Falcon's `hold_back_ratio`, `peak_held`; and the life-time view's tiles over 2000 threads and
 //! 100 M thread events (`timeline_tile_ms_p99`: the hub's share of a frame, drawing 40 rows
-//! 1400 pixels wide at zoom levels from the whole run to a millisecond).
+//! 1400 pixels wide at zoom levels from the whole run to a millisecond); and the pthread
+//! interposer on an uncontended lock/unlock loop in C (`crates/gyr-interpose/bench/lockloop.c`)
+//! with and without `libgyr_interpose.so`, against the sensor's own cost for the same two
+//! events measured in this process.
 
 use crate::figures::{percentile, r3};
 use gyr_trace::{Event, OrderFilter, SyncEvent};
@@ -196,6 +199,80 @@ fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f6
     (build, ms)
 }
 
+/// The sensor's own cost of one thread event (`gyr.mutex.acquire`'s payload), ns, in this
+/// process with a runtime whose sink discards: median of `runs` loops of `n` events.
+fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
+    let rt = gyr::Builder::new()
+        .serve(false)
+        .handle_signals(false)
+        .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
+        .start()?;
+    let mut per = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        for i in 0..n {
+            gyr::emit!(gyr::sync::events::MutexAcquire { mutex: 7, n: i });
+        }
+        per.push(start.elapsed().as_secs_f64() * 1e9 / n as f64);
+    }
+    rt.shutdown();
+    Ok(percentile(&mut per, 0.5))
+}
+
+/// Where `libgyr_interpose.so` is: `GYR_INTERPOSE_LIB`, or built beside this benchmark (it
+/// depends on gyr-interpose so that building it builds the library).
+fn interpose_lib() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("GYR_INTERPOSE_LIB") {
+        return Some(p.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("libgyr_interpose.so"), dir.join("deps/libgyr_interpose.so")]
+        .into_iter()
+        .filter(|p| p.exists())
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+}
+
+/// `lockloop`'s CPU ns per lock/unlock pair, median of `runs`, with `preload` or without.
+fn lockloop(bin: &std::path::Path, preload: Option<&std::path::Path>, n: u64, runs: usize) -> anyhow::Result<f64> {
+    let mut per = Vec::new();
+    for _ in 0..runs {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.arg(n.to_string()).env_remove("LD_PRELOAD").env("GYR_SERVE", "0");
+        if let Some(lib) = preload {
+            cmd.env("LD_PRELOAD", lib);
+        }
+        let out = cmd.output()?;
+        anyhow::ensure!(out.status.success(), "lockloop failed: {}", String::from_utf8_lossy(&out.stderr));
+        let line = String::from_utf8_lossy(&out.stdout);
+        let j: serde_json::Value = serde_json::from_str(line.trim())?;
+        per.push(j["cpu_ns_per_pair"].as_f64().unwrap_or(f64::NAN));
+    }
+    Ok(percentile(&mut per, 0.5))
+}
+
+/// The interposer's figures: (with, without, sensor ns per event), or why they are missing.
+fn interposer(quick: bool) -> anyhow::Result<(f64, f64, f64)> {
+    let lib = interpose_lib().ok_or_else(|| {
+        anyhow::anyhow!("libgyr_interpose.so not found: build it (cargo build --release -p gyr-bench builds it) or set GYR_INTERPOSE_LIB")
+    })?;
+    let dir = tempfile::tempdir()?;
+    let bin = dir.path().join("lockloop");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../gyr-interpose/bench/lockloop.c");
+    let cc = std::process::Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot run cc ({e}): install a C compiler (Debian: gcc)"))?;
+    anyhow::ensure!(cc.success(), "cc could not build {}", src.display());
+    let (n, runs) = if quick { (1_000_000, 3) } else { (10_000_000, 7) };
+    let without = lockloop(&bin, None, n, runs)?;
+    let with = lockloop(&bin, Some(&lib), n, runs)?;
+    let sensor = sensor_ns(n, runs)?;
+    Ok((with, without, sensor))
+}
+
 pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     let events = if quick { 1_000_000 } else { 10_000_000 };
     let runs = if quick { 3 } else { 5 };
@@ -264,11 +341,27 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         "  built in {build_s:.1} s ({:.1} M events/s); a viewport of 40 rows x 1400 px: p50 {tile_p50:.2} ms, p99 {tile_p99:.2} ms (the hub's share of a 16 ms frame)",
         timeline_events as f64 / build_s / 1e6
     );
+    let inter = interposer(quick);
+    match &inter {
+        Ok((with, without, sensor)) => println!(
+            "pthread interposer: a lock/unlock pair {with:.1} ns recorded, {without:.1} ns alone; it adds {:.1} ns per event against the sensor's own {sensor:.1} ns ({:.2}x; target <= 2x)",
+            (with - without) / 2.0,
+            (with - without) / 2.0 / sensor
+        ),
+        Err(e) => println!("pthread interposer: not measured: {e}"),
+    }
+    let (with, without, sensor) = inter.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), |v| *v);
     if json {
         println!(
             "{}",
             json!({
                 "bench": "ordering",
+                "interposer_ns_per_lock": r3(with),
+                "uninstrumented_ns_per_lock": r3(without),
+                "sensor_ns_per_event": r3(sensor),
+                "interposer_ns_per_event_added": r3((with - without) / 2.0),
+                "ratio_interposer_vs_sensor": r3((with - without) / 2.0 / sensor),
+                "ratio_target": 2.0,
                 "timeline_threads": threads,
                 "timeline_events": timeline_events,
                 "timeline_events_per_s": (timeline_events as f64 / build_s).round(),
