@@ -648,3 +648,108 @@ fn info_reads_the_sample() {
     assert_eq!(info.end.unwrap().filtered, 4);
     assert_eq!(info.schemas[&2].span.records, 2);
 }
+
+/// The export rate on a few million events (`cargo test --release -p gyr-trace --test export
+/// -- --ignored --nocapture`): a figure to look at, never asserted.
+#[test]
+#[ignore]
+fn export_rate() {
+    let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+    for s in sync_schemas() {
+        w.schema(&s).unwrap();
+    }
+    let load = Schema::new(2, "load", vec![Field::new("value", FieldType::F64)]).unwrap();
+    w.schema(&load).unwrap();
+    let n: u64 = std::env::var("GYR_EXPORT_RATE_N")
+        .map(|n| n.parse().unwrap())
+        .unwrap_or(4_000_000);
+    let threads = 4u64;
+    let mut block = Vec::new();
+    let mut written = 0;
+    for chunk in 0..n / 1000 {
+        let t = chunk % threads + 1;
+        block.clear();
+        for i in 0..1000u64 {
+            let ts = chunk * 10_000 + i * 10;
+            let seq = chunk * 1000 + i + 1;
+            match i % 20 {
+                0 => push_record(&mut block, 23, ts, seq, 0, &string("step")),
+                10 => push_record(&mut block, 24, ts, seq, 0, &string("step")),
+                5 => push_record(&mut block, 16, ts, seq, 0, &u64s(&[1, seq])),
+                6 => push_record(&mut block, 17, ts, seq, 0, &u64s(&[1, seq])),
+                _ => push_record(&mut block, 2, ts, seq, 0, &(i as f64).to_le_bytes()),
+            }
+            written += 1;
+        }
+        w.records(t, &block).unwrap();
+    }
+    let trace = w.finish(&TraceEnd::default()).unwrap();
+    eprintln!("{written} records, {} bytes", trace.len());
+    let started = std::time::Instant::now();
+    let mut reader = TraceReader::new(Cursor::new(&trace[..])).unwrap();
+    let mut count = 0u64;
+    reader.for_each_item(|i| count += matches!(i, Item::Record { .. }) as u64);
+    eprintln!(
+        "{:>12}: {:.1} M records/s",
+        "read only",
+        count as f64 / started.elapsed().as_secs_f64() / 1e6
+    );
+    // GYR_EXPORT_RATE=perfetto measures one format (for a profiler), `read` none.
+    let only = std::env::var("GYR_EXPORT_RATE").ok();
+    let read_only = only.as_deref() == Some("read");
+    let only: Option<Format> = only.filter(|_| !read_only).map(|f| f.parse().unwrap());
+    for format in [
+        Format::Perfetto,
+        Format::Chrome,
+        Format::SddfBinary,
+        Format::SddfAscii,
+    ] {
+        if read_only || only.is_some_and(|o| o != format) {
+            continue;
+        }
+        let reader = TraceReader::new(Cursor::new(&trace[..])).unwrap();
+        let started = std::time::Instant::now();
+        let mut out = CountingSink(0);
+        let report = export::export(reader, format, &mut out, Options::default()).unwrap();
+        let s = started.elapsed().as_secs_f64();
+        eprintln!(
+            "{format:>12}: {:.1} M records/s, {:.1} M events written/s, {:.0} MB/s out ({} bytes)",
+            report.records as f64 / s / 1e6,
+            report.events as f64 / s / 1e6,
+            out.0 as f64 / s / 1e6,
+            out.0
+        );
+    }
+    if read_only || only.is_some() {
+        return;
+    }
+    let reader = TraceReader::new(Cursor::new(&trace[..])).unwrap();
+    let started = std::time::Instant::now();
+    let report = export::export(
+        reader,
+        Format::Perfetto,
+        std::io::sink(),
+        Options {
+            ordered: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    eprintln!(
+        "perfetto ordered: {:.1} M records/s",
+        report.records as f64 / started.elapsed().as_secs_f64() / 1e6
+    );
+}
+
+/// A writer that only counts.
+struct CountingSink(u64);
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -17,9 +17,8 @@
 //! with no allocation: the export's target is ten million events a second. Track uuids are
 //! small integers handed out in order, so they take a byte or two.
 
-use super::timeline::{Flows, Num, Th, Timeline, Track, field_len, scalar};
+use super::timeline::{FastMap, Flows, Num, Th, Timeline, Track, field_len, scalar};
 use gyr_core::schema::{FieldType, Schema};
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 // Field numbers (perfetto/trace/*.proto).
@@ -87,7 +86,7 @@ mod pb {
         buf.push(v as u8);
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(super) fn varint_len(v: u64) -> usize {
         // 1 byte per 7 bits, at least 1.
         ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
@@ -118,6 +117,32 @@ mod pb {
     }
 }
 
+/// Bytes of the output buffer: packets are encoded straight into it.
+const OUT_BUFFER: usize = 1 << 20;
+/// Room kept at the buffer's end for one counter packet, which is written with fixed-size
+/// copies (at most 1 + 2 + 11 + 16 + 2 + 16 + 10 bytes).
+const SLACK: usize = 64;
+
+/// What a counter's packets share, encoded once: the start of the track event (type and track
+/// uuid), up to 16 bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct CounterHead {
+    bytes: [u8; 16],
+    len: usize,
+}
+
+/// Writes `v` as a varint at `b[*n..]`.
+#[inline(always)]
+fn put_varint(b: &mut [u8; SLACK], n: &mut usize, mut v: u64) {
+    while v >= 0x80 {
+        b[*n & (SLACK - 1)] = v as u8 | 0x80;
+        *n += 1;
+        v >>= 7;
+    }
+    b[*n & (SLACK - 1)] = v as u8;
+    *n += 1;
+}
+
 /// Writes a Perfetto trace to `W`.
 #[derive(Debug)]
 pub(crate) struct PerfettoWriter<W: Write> {
@@ -132,11 +157,18 @@ pub(crate) struct PerfettoWriter<W: Write> {
     pid: u32,
     pids: Vec<u32>,
     process_uuid: u64,
-    threads: HashMap<u64, u64>,
+    threads: FastMap<u64, u64>,
     /// The last thread looked up, and its uuid: records come in blocks of one thread.
     last_thread: (u64, u64),
     holds: Vec<u64>,
-    counters: Vec<u64>,
+    counters: Vec<CounterHead>,
+    /// The sequence id field, encoded once per input.
+    sequence_field: CounterHead,
+    /// Where the length of the event being built in `packet` goes.
+    event_at: usize,
+    /// Encoded packets not yet written out, and how much of `buf` they fill.
+    buf: Vec<u8>,
+    pos: usize,
 }
 
 impl<W: Write> PerfettoWriter<W> {
@@ -152,11 +184,35 @@ impl<W: Write> PerfettoWriter<W> {
             pid: 0,
             pids: Vec::new(),
             process_uuid: 0,
-            threads: HashMap::new(),
+            threads: FastMap::default(),
             last_thread: (u64::MAX, 0),
             holds: Vec::new(),
             counters: Vec::new(),
+            sequence_field: CounterHead::default(),
+            event_at: 0,
+            buf: vec![0; OUT_BUFFER + SLACK],
+            pos: 0,
         }
+    }
+
+    /// Writes out the encoded packets.
+    fn drain(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf[..self.pos])?;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// Appends `bytes` to the output.
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.pos + bytes.len() > OUT_BUFFER {
+            self.drain()?;
+            if bytes.len() > OUT_BUFFER {
+                return self.out.write_all(bytes);
+            }
+        }
+        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
+        self.pos += bytes.len();
+        Ok(())
     }
 
     fn uuid(&mut self) -> u64 {
@@ -194,8 +250,11 @@ impl<W: Write> PerfettoWriter<W> {
             n += 1;
         }
         head[n] = v as u8;
-        self.out.write_all(&head[..=n])?;
-        self.out.write_all(&self.packet)?;
+        self.put(&head[..=n])?;
+        let packet = std::mem::take(&mut self.packet);
+        let r = self.put(&packet);
+        self.packet = packet;
+        r?;
         self.events += 1;
         Ok(())
     }
@@ -208,21 +267,39 @@ impl<W: Write> PerfettoWriter<W> {
         self.emit()
     }
 
-    /// A packet holding the track event in `self.nested`, at `ts`.
-    fn event_packet(&mut self, ts: u64) -> io::Result<()> {
-        self.packet.clear();
-        pb::uint(&mut self.packet, PACKET_TIMESTAMP, ts);
-        pb::uint(&mut self.packet, PACKET_SEQUENCE_ID, self.sequence);
-        pb::bytes(&mut self.packet, PACKET_TRACK_EVENT, &self.nested);
-        self.emit()
+    /// Starts a packet holding a track event at `ts` in `self.packet`: the event's fields
+    /// are appended to it, then [`PerfettoWriter::close_event`] fills in the lengths.
+    fn open_event(&mut self, ts: u64) {
+        let p = &mut self.packet;
+        p.clear();
+        p.push((TRACE_PACKET << 3 | LEN) as u8);
+        p.push(0);
+        pb::uint(p, PACKET_TIMESTAMP, ts);
+        p.extend_from_slice(&self.sequence_field.bytes[..self.sequence_field.len]);
+        p.push((PACKET_TRACK_EVENT << 3 | LEN) as u8);
+        self.event_at = p.len();
+        p.push(0);
+    }
+
+    /// Sets the lengths of the event and its packet, and writes the packet.
+    fn close_event(&mut self) -> io::Result<()> {
+        let event_len = self.packet.len() - self.event_at - 1;
+        patch_len(&mut self.packet, self.event_at, event_len);
+        let packet_len = self.packet.len() - 2;
+        patch_len(&mut self.packet, 1, packet_len);
+        let packet = std::mem::take(&mut self.packet);
+        let r = self.put(&packet);
+        self.packet = packet;
+        self.events += 1;
+        r
     }
 
     fn flows(&mut self, flows: Flows<'_>) {
         for &f in flows.out {
-            pb::fixed64(&mut self.nested, EVENT_FLOW_IDS, f);
+            pb::fixed64(&mut self.packet, EVENT_FLOW_IDS, f);
         }
         for &f in flows.end {
-            pb::fixed64(&mut self.nested, EVENT_TERMINATING_FLOW_IDS, f);
+            pb::fixed64(&mut self.packet, EVENT_TERMINATING_FLOW_IDS, f);
         }
     }
 
@@ -270,8 +347,20 @@ impl<W: Write> PerfettoWriter<W> {
                 }
                 _ => {}
             }
-            pb::bytes(&mut self.nested, EVENT_DEBUG_ANNOTATIONS, &self.annotation);
+            pb::bytes(&mut self.packet, EVENT_DEBUG_ANNOTATIONS, &self.annotation);
         }
+    }
+}
+
+/// Writes `len` at `at`, where one byte was reserved for it (more bytes are made when it
+/// needs them, which only long names and many annotations do).
+fn patch_len(v: &mut Vec<u8>, at: usize, len: usize) {
+    if len < 0x80 {
+        v[at] = len as u8;
+    } else {
+        let mut encoded = Vec::with_capacity(4);
+        pb::varint(&mut encoded, len as u64);
+        v.splice(at..=at, encoded);
     }
 }
 
@@ -299,6 +388,17 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
         cmdline: &[String],
     ) -> io::Result<()> {
         self.sequence = index as u64 + 1;
+        let mut field = [0u8; SLACK];
+        let mut n = 0;
+        put_varint(
+            &mut field,
+            &mut n,
+            u64::from(PACKET_SEQUENCE_ID << 3 | VARINT),
+        );
+        put_varint(&mut field, &mut n, self.sequence);
+        self.sequence_field = CounterHead::default();
+        self.sequence_field.bytes[..n].copy_from_slice(&field[..n]);
+        self.sequence_field.len = n;
         self.threads.clear();
         self.last_thread = (u64::MAX, 0);
         self.holds.clear();
@@ -361,9 +461,18 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
     fn counter_track(&mut self, index: u32, name: &str) -> io::Result<()> {
         let uuid = self.uuid();
         if self.counters.len() <= index as usize {
-            self.counters.resize(index as usize + 1, 0);
+            self.counters
+                .resize(index as usize + 1, CounterHead::default());
         }
-        self.counters[index as usize] = uuid;
+        let mut head = [0u8; SLACK];
+        let mut n = 0;
+        put_varint(&mut head, &mut n, u64::from(EVENT_TYPE << 3 | VARINT));
+        put_varint(&mut head, &mut n, TYPE_COUNTER);
+        put_varint(&mut head, &mut n, u64::from(EVENT_TRACK_UUID << 3 | VARINT));
+        put_varint(&mut head, &mut n, uuid);
+        let c = &mut self.counters[index as usize];
+        c.bytes[..n].copy_from_slice(&head[..n]);
+        c.len = n;
         self.nested.clear();
         pb::uint(&mut self.nested, TRACK_UUID, uuid);
         pb::uint(&mut self.nested, TRACK_PARENT_UUID, self.process_uuid);
@@ -382,22 +491,22 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
         flows: Flows<'_>,
     ) -> io::Result<()> {
         let uuid = self.track(th, track);
-        self.nested.clear();
-        pb::uint(&mut self.nested, EVENT_TYPE, TYPE_SLICE_BEGIN);
-        pb::uint(&mut self.nested, EVENT_TRACK_UUID, uuid);
-        pb::bytes(&mut self.nested, EVENT_CATEGORIES, cat.as_bytes());
-        pb::bytes(&mut self.nested, EVENT_NAME, name.as_bytes());
+        self.open_event(ts);
+        pb::uint(&mut self.packet, EVENT_TYPE, TYPE_SLICE_BEGIN);
+        pb::uint(&mut self.packet, EVENT_TRACK_UUID, uuid);
+        pb::bytes(&mut self.packet, EVENT_CATEGORIES, cat.as_bytes());
+        pb::bytes(&mut self.packet, EVENT_NAME, name.as_bytes());
         self.flows(flows);
-        self.event_packet(ts)
+        self.close_event()
     }
 
     fn end(&mut self, ts: u64, th: Th, track: Track<'_>, flows: Flows<'_>) -> io::Result<()> {
         let uuid = self.track(th, track);
-        self.nested.clear();
-        pb::uint(&mut self.nested, EVENT_TYPE, TYPE_SLICE_END);
-        pb::uint(&mut self.nested, EVENT_TRACK_UUID, uuid);
+        self.open_event(ts);
+        pb::uint(&mut self.packet, EVENT_TYPE, TYPE_SLICE_END);
+        pb::uint(&mut self.packet, EVENT_TRACK_UUID, uuid);
         self.flows(flows);
-        self.event_packet(ts)
+        self.close_event()
     }
 
     fn instant(
@@ -409,50 +518,61 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
         flows: Flows<'_>,
     ) -> io::Result<()> {
         let uuid = self.thread_uuid(th.id);
-        self.nested.clear();
-        pb::uint(&mut self.nested, EVENT_TYPE, TYPE_INSTANT);
-        pb::uint(&mut self.nested, EVENT_TRACK_UUID, uuid);
-        pb::bytes(&mut self.nested, EVENT_NAME, name.as_bytes());
+        self.open_event(ts);
+        pb::uint(&mut self.packet, EVENT_TYPE, TYPE_INSTANT);
+        pb::uint(&mut self.packet, EVENT_TRACK_UUID, uuid);
+        pb::bytes(&mut self.packet, EVENT_NAME, name.as_bytes());
         if let Some((schema, payload)) = fields {
             self.annotations(schema, payload);
         }
         self.flows(flows);
-        self.event_packet(ts)
+        self.close_event()
     }
 
     #[inline]
     fn counter(&mut self, ts: u64, _th: Th, index: u32, value: Num) -> io::Result<()> {
-        let uuid = self.counters.get(index as usize).copied().unwrap_or(0);
-        // The hot path: the packet in one buffer, its lengths computed up front.
-        // TrackEvent: type (2 bytes), track_uuid (1 + n), value (2 + 8, or 2 + n).
-        let value_len = match value {
-            Num::Float(_) => 2 + 8,
-            Num::Int(v) => 2 + pb::varint_len(v as u64),
+        let Some(&head) = self.counters.get(index as usize) else {
+            return Ok(());
         };
-        let event_len = 2 + 1 + pb::varint_len(uuid) + value_len;
-        let packet_len = 1
-            + pb::varint_len(ts)
-            + 1
-            + pb::varint_len(self.sequence)
-            + 1
-            + pb::varint_len(event_len as u64)
-            + event_len;
-        let p = &mut self.packet;
-        p.clear();
-        pb::key(p, TRACE_PACKET, LEN);
-        pb::varint(p, packet_len as u64);
-        pb::uint(p, PACKET_TIMESTAMP, ts);
-        pb::uint(p, PACKET_SEQUENCE_ID, self.sequence);
-        pb::key(p, PACKET_TRACK_EVENT, LEN);
-        pb::varint(p, event_len as u64);
-        pb::uint(p, EVENT_TYPE, TYPE_COUNTER);
-        pb::uint(p, EVENT_TRACK_UUID, uuid);
-        match value {
-            Num::Float(v) => pb::fixed64(p, EVENT_DOUBLE_COUNTER_VALUE, v.to_bits()),
-            Num::Int(v) => pb::uint(p, EVENT_COUNTER_VALUE, v as u64),
+        // The hot path: encoded straight into the output buffer with copies of fixed size,
+        // the counter's track event head and the sequence field encoded once; both lengths
+        // fit a byte (a counter packet takes at most 47 bytes) and are set at the end.
+        if self.pos > OUT_BUFFER {
+            self.drain()?;
         }
-        debug_assert_eq!(p.len(), 1 + pb::varint_len(packet_len as u64) + packet_len);
-        self.out.write_all(p)?;
+        let seq = self.sequence_field;
+        let b: &mut [u8; SLACK] = (&mut self.buf[self.pos..self.pos + SLACK])
+            .try_into()
+            .expect("SLACK bytes");
+        b[0] = (TRACE_PACKET << 3 | LEN) as u8;
+        b[2] = (PACKET_TIMESTAMP << 3 | VARINT) as u8;
+        let mut n = 3;
+        put_varint(b, &mut n, ts);
+        b[n..n + 16].copy_from_slice(&seq.bytes);
+        n += seq.len;
+        b[n] = (PACKET_TRACK_EVENT << 3 | LEN) as u8;
+        let event_at = n + 1;
+        n += 2;
+        b[n..n + 16].copy_from_slice(&head.bytes);
+        n += head.len;
+        match value {
+            Num::Float(v) => {
+                // Field 44, fixed64: its key takes two bytes.
+                const KEY: u32 = EVENT_DOUBLE_COUNTER_VALUE << 3 | FIXED64;
+                b[n] = (KEY & 0x7f | 0x80) as u8;
+                b[n + 1] = (KEY >> 7) as u8;
+                b[n + 2..n + 10].copy_from_slice(&v.to_bits().to_le_bytes());
+                n += 10;
+            }
+            Num::Int(v) => {
+                b[n] = (EVENT_COUNTER_VALUE << 3 | VARINT) as u8;
+                n += 1;
+                put_varint(b, &mut n, v as u64);
+            }
+        }
+        b[event_at] = (n - event_at - 1) as u8;
+        b[1] = (n - 2) as u8;
+        self.pos += n;
         self.events += 1;
         Ok(())
     }
@@ -462,6 +582,7 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        self.drain()?;
         self.out.flush()
     }
 

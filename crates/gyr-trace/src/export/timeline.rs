@@ -41,6 +41,47 @@ use gyr_core::schema::{FieldType, ScalarType, Schema, TypeId};
 use gyr_core::trace::TraceEnd;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for the exports' small integer keys (thread ids, object ids): a multiply and a
+/// rotate per word, where the standard one spends a hundred instructions a look-up. The keys
+/// come from the file, so a crafted file could make its tables slow, never wrong.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by small integers.
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
 use std::io;
 
 /// A thread as the formats name it.
@@ -256,6 +297,9 @@ enum Kind {
         schema: Schema,
         /// (field index, counter index) of each numeric scalar field.
         counters: Vec<(usize, u32)>,
+        /// When every field before the last counter has a fixed size: each counter's
+        /// (offset, type, counter index), read without walking the fields.
+        fixed: Option<Vec<(usize, ScalarType, u32)>>,
         /// Whether the type also needs an instant (fields that are not counters, or none).
         instant: bool,
     },
@@ -316,6 +360,70 @@ struct BarrierGen {
     released: bool,
 }
 
+/// The threads of an input, found by id; records come in blocks of one thread, so the last
+/// one found is remembered and most look-ups cost a comparison.
+#[derive(Debug, Default)]
+struct Threads {
+    list: Vec<ThreadState>,
+    index: FastMap<u64, usize>,
+    last: Option<(u64, usize)>,
+}
+
+impl Threads {
+    #[inline]
+    fn find(&mut self, id: u64) -> Option<usize> {
+        if let Some((last, i)) = self.last
+            && last == id
+        {
+            return Some(i);
+        }
+        let i = *self.index.get(&id)?;
+        self.last = Some((id, i));
+        Some(i)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: &u64) -> Option<&mut ThreadState> {
+        let i = self.find(*id)?;
+        Some(&mut self.list[i])
+    }
+
+    fn get(&self, id: &u64) -> Option<&ThreadState> {
+        self.index.get(id).map(|&i| &self.list[i])
+    }
+
+    fn contains_key(&mut self, id: &u64) -> bool {
+        self.find(*id).is_some()
+    }
+
+    fn insert(&mut self, id: u64, state: ThreadState) {
+        match self.index.get(&id) {
+            Some(&i) => self.list[i] = state,
+            None => {
+                self.index.insert(id, self.list.len());
+                self.list.push(state);
+            }
+        }
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.index.keys()
+    }
+
+    fn clear(&mut self) {
+        self.list.clear();
+        self.index.clear();
+        self.last = None;
+    }
+}
+
+impl std::ops::Index<&u64> for Threads {
+    type Output = ThreadState;
+    fn index(&self, id: &u64) -> &ThreadState {
+        self.get(id).expect("a known thread")
+    }
+}
+
 /// Flow arrows drawn from one barrier's last arrival at most (one per departure).
 const MAX_BARRIER_FLOWS: u32 = 1024;
 /// Barrier generations tracked at once; past that the table is cleared (some arrows are lost,
@@ -331,11 +439,11 @@ pub(crate) struct Mapper<T> {
     /// By type id (dense in gyr's files); ids past the vector's end live in `far_types`.
     types: Vec<Option<Kind>>,
     far_types: HashMap<TypeId, Kind>,
-    threads: HashMap<u64, ThreadState>,
+    threads: Threads,
     holds: Vec<Hold>,
-    hold_index: HashMap<(u64, u8, u64), u32>,
+    hold_index: FastMap<(u64, u8, u64), u32>,
     counters: u32,
-    barriers: HashMap<(u64, u64), BarrierGen>,
+    barriers: FastMap<(u64, u64), BarrierGen>,
     name: String,
     flows: Vec<u64>,
 }
@@ -365,11 +473,11 @@ impl<T: Timeline> Mapper<T> {
             offset_ns: 0,
             types: Vec::new(),
             far_types: HashMap::new(),
-            threads: HashMap::new(),
+            threads: Threads::default(),
             holds: Vec::new(),
-            hold_index: HashMap::new(),
+            hold_index: FastMap::default(),
             counters: 0,
-            barriers: HashMap::new(),
+            barriers: FastMap::default(),
             name: String::new(),
             flows: Vec::new(),
         }
@@ -562,7 +670,7 @@ impl<T: Timeline> Mapper<T> {
         p: &[u8],
         type_id: TypeId,
     ) -> io::Result<()> {
-        let th = self.threads[&thread].th;
+        let th = self.threads.get_mut(&thread).expect("a known thread").th;
         let (a, b) = (u64_at(p, 0), u64_at(p, 8));
         self.name.clear();
         // A payload too short for its type (a damaged record) is shown as an instant.
@@ -580,8 +688,7 @@ impl<T: Timeline> Mapper<T> {
                     return fallback(self);
                 };
                 let name = if name.is_empty() { "span" } else { name };
-                let name = name.to_owned();
-                self.open(ts, thread, Open::Span, "span", &name)?;
+                self.open(ts, thread, Open::Span, "span", name)?;
             }
             Sync::SpanEnd => {
                 self.close(ts, thread, Open::Span)?;
@@ -843,9 +950,19 @@ impl<T: Timeline> Consumer for Mapper<T> {
                     }
                 }
                 let instant = counters.is_empty() || counters.len() < schema.fields.len();
+                let mut fixed = Some(Vec::new());
+                for &(i, index) in &counters {
+                    let offset: Option<usize> =
+                        schema.fields[..i].iter().map(|f| f.ty.fixed_size()).sum();
+                    match (offset, schema.fields[i].ty, fixed.as_mut()) {
+                        (Some(o), FieldType::Scalar(s), Some(v)) => v.push((o, s, index)),
+                        _ => fixed = None,
+                    }
+                }
                 Kind::User {
                     schema: schema.clone(),
                     counters,
+                    fixed,
                     instant,
                 }
             }
@@ -913,8 +1030,27 @@ impl<T: Timeline> Consumer for Mapper<T> {
             Kind::User {
                 schema,
                 counters,
+                fixed,
                 instant,
             } => {
+                if let Some(fixed) = fixed {
+                    for &(at, s, index) in fixed {
+                        let Some(bytes) = payload.get(at..at + s.size()) else {
+                            break;
+                        };
+                        self.out.counter(ts, th, index, scalar(s, bytes))?;
+                    }
+                    if *instant {
+                        self.out.instant(
+                            ts,
+                            th,
+                            &schema.name,
+                            Some((schema, payload)),
+                            Flows::NONE,
+                        )?;
+                    }
+                    return Ok(());
+                }
                 let mut at = 0usize;
                 let mut next = counters.iter().peekable();
                 for (i, f) in schema.fields.iter().enumerate() {
