@@ -432,11 +432,60 @@ fn perfetto_packets(bytes: &[u8]) -> Vec<&[u8]> {
     packets
 }
 
+/// Checks that `msg` is a well-formed protobuf message, walking into the fields `nested`
+/// names as messages (by field number); returns its fields' numbers.
+fn walk_message(msg: &[u8], nested: &[u64]) -> Vec<u64> {
+    let mut at = 0;
+    let mut fields = Vec::new();
+    let varint = |at: &mut usize| {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = msg[*at];
+            *at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+        panic!("a varint longer than 10 bytes");
+    };
+    while at < msg.len() {
+        let key = varint(&mut at);
+        let (field, wire) = (key >> 3, key & 7);
+        assert!(field > 0, "field 0 in {msg:02x?}");
+        fields.push(field);
+        match wire {
+            0 => {
+                varint(&mut at);
+            }
+            1 => at += 8,
+            2 => {
+                let len = varint(&mut at) as usize;
+                assert!(at + len <= msg.len(), "a length past the message's end");
+                if nested.contains(&field) {
+                    walk_message(&msg[at..at + len], nested);
+                }
+                at += len;
+            }
+            5 => at += 4,
+            w => panic!("wire type {w} in {msg:02x?}"),
+        }
+        assert!(at <= msg.len(), "a field past the message's end: {msg:02x?}");
+    }
+    fields
+}
+
 #[test]
 fn perfetto_output_is_framed_packet_by_packet() {
     let (pb, report) = export_bytes(&sample_trace(), Format::Perfetto, Options::default());
     let packets = perfetto_packets(&pb);
     assert_eq!(packets.len() as u64, report.events);
+    // Every packet, its track event or descriptor (and their process, thread, counter and
+    // annotation messages) decode as protobuf.
+    for p in &packets {
+        let fields = walk_message(p, &[11, 60, 3, 4, 8]);
+        assert!(fields.contains(&10), "trusted_packet_sequence_id");
+    }
     // Process, 2 threads, 8 counter tracks (numeric scalars of work_load), 2 hold tracks.
     let descriptors = packets
         .iter()

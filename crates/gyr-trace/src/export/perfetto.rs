@@ -565,8 +565,11 @@ impl<W: Write> Timeline for PerfettoWriter<W> {
                 n += 10;
             }
             Num::Int(v) => {
-                b[n] = (EVENT_COUNTER_VALUE << 3 | VARINT) as u8;
-                n += 1;
+                // Field 30, varint: its key takes two bytes too.
+                const KEY: u32 = EVENT_COUNTER_VALUE << 3 | VARINT;
+                b[n] = (KEY & 0x7f | 0x80) as u8;
+                b[n + 1] = (KEY >> 7) as u8;
+                n += 2;
                 put_varint(b, &mut n, v as u64);
             }
         }
