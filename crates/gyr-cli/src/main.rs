@@ -330,7 +330,15 @@ mod tests {
     #[test]
     fn parses_export_and_import() {
         let a = Args::try_parse_from([
-            "gyr", "trace", "export", "--format", "chrome", "a.gyr", "b.gyr", "-o", "out.json",
+            "gyr",
+            "trace",
+            "export",
+            "--format",
+            "chrome",
+            "a.gyr",
+            "b.gyr",
+            "-o",
+            "out.json",
             "--ordered",
         ])
         .unwrap();
@@ -338,10 +346,15 @@ mod tests {
         let e = Args::try_parse_from(["gyr", "trace", "export", "--format", "svg", "a", "-o", "b"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("perfetto, chrome, sddf-ascii, sddf-binary"), "{e}");
         assert!(
-            Args::try_parse_from(["gyr", "trace", "import", "-f", "picl", "x.trf", "-o", "x.gyr"])
-                .is_ok()
+            e.contains("perfetto, chrome, sddf-ascii, sddf-binary"),
+            "{e}"
+        );
+        assert!(
+            Args::try_parse_from([
+                "gyr", "trace", "import", "-f", "picl", "x.trf", "-o", "x.gyr"
+            ])
+            .is_ok()
         );
     }
 }

@@ -318,8 +318,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     };
     let result = export::export_inputs(inputs, args.format, file, options, &mut |p| line.show(p));
     line.done();
-    let report =
-        result.with_context(|| format!("writing {} failed", args.output.display()))?;
+    let report = result.with_context(|| format!("writing {} failed", args.output.display()))?;
     let secs = started.elapsed().as_secs_f64();
     let mut corrupt = false;
     for f in &report.files {
@@ -358,7 +357,10 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
                 );
             }
             if o.forced > f.stalls.len() as u64 {
-                eprintln!("gyr:   ... and {} more stalls", o.forced - f.stalls.len() as u64);
+                eprintln!(
+                    "gyr:   ... and {} more stalls",
+                    o.forced - f.stalls.len() as u64
+                );
             }
         }
     }
@@ -380,8 +382,9 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
-    let input = std::fs::File::open(&args.input)
-        .map_err(|e| Failure::input(anyhow::anyhow!("cannot read {}: {e}", args.input.display())))?;
+    let input = std::fs::File::open(&args.input).map_err(|e| {
+        Failure::input(anyhow::anyhow!("cannot read {}: {e}", args.input.display()))
+    })?;
     let out = std::fs::File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     let source = args.input.display().to_string();

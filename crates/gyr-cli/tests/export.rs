@@ -340,7 +340,10 @@ fn chrome_export_is_structurally_sound() {
     }
     assert!(depth.values().all(|&d| d == 0), "{depth:?}");
     for name in ["wörker-0 ☃", "wörker-2 ☃", "größe→😀"] {
-        assert!(thread_names.contains(name), "{name} not in {thread_names:?}");
+        assert!(
+            thread_names.contains(name),
+            "{name} not in {thread_names:?}"
+        );
     }
     assert!(process_names.contains("klein"), "{process_names:?}");
     assert!(ends.len() >= 600, "{} flow ends", ends.len());
@@ -358,7 +361,10 @@ fn info_describes_the_recording() {
     let schemas = info["schemas"].as_array().unwrap();
     let step = schemas.iter().find(|s| s["name"] == "step").unwrap();
     assert_eq!(step["records"]["records"], 600);
-    assert_eq!(step["fields"][1], serde_json::json!({"name": "load", "type": "f64"}));
+    assert_eq!(
+        step["fields"][1],
+        serde_json::json!({"name": "load", "type": "f64"})
+    );
     let threads = info["threads"].as_array().unwrap();
     assert!(threads.iter().any(|t| t["name"] == "wörker-1 ☃"));
 
@@ -380,16 +386,38 @@ fn sddf_and_picl_import_from_the_command_line() {
     let sddf = dir().join(format!("threads-{}.sddf", std::process::id()));
     let back = dir().join(format!("threads-back-{}.gyr", std::process::id()));
     ok(&gyr(&[
-        "trace", "export", "-f", "sddf-binary", trace.to_str().unwrap(), "-o",
+        "trace",
+        "export",
+        "-f",
+        "sddf-binary",
+        trace.to_str().unwrap(),
+        "-o",
         sddf.to_str().unwrap(),
     ]));
     let o = gyr(&[
-        "trace", "import", "-f", "sddf-binary", sddf.to_str().unwrap(), "-o",
+        "trace",
+        "import",
+        "-f",
+        "sddf-binary",
+        sddf.to_str().unwrap(),
+        "-o",
         back.to_str().unwrap(),
     ]);
     ok(&o);
-    let a: Json = serde_json::from_str(&ok(&gyr(&["trace", "info", trace.to_str().unwrap(), "--json"]))).unwrap();
-    let b: Json = serde_json::from_str(&ok(&gyr(&["trace", "info", back.to_str().unwrap(), "--json"]))).unwrap();
+    let a: Json = serde_json::from_str(&ok(&gyr(&[
+        "trace",
+        "info",
+        trace.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    let b: Json = serde_json::from_str(&ok(&gyr(&[
+        "trace",
+        "info",
+        back.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
     for key in ["header", "schemas", "threads", "records", "end"] {
         assert_eq!(a[key], b[key], "{key} differs after the round trip");
     }
@@ -399,10 +427,19 @@ fn sddf_and_picl_import_from_the_command_line() {
     std::fs::write(&bad, "4 12 345678 0 1 99 1024\n4 12 345679 0 1 99\n").unwrap();
     let out = dir().join(format!("bad-{}.gyr", std::process::id()));
     let o = gyr(&[
-        "trace", "import", "-f", "picl", bad.to_str().unwrap(), "-o", out.to_str().unwrap(),
+        "trace",
+        "import",
+        "-f",
+        "picl",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("line 2") && err.contains("expected 3 (to type length)"), "{err}");
+    assert!(
+        err.contains("line 2") && err.contains("expected 3 (to type length)"),
+        "{err}"
+    );
     assert!(!out.exists());
 }

@@ -380,9 +380,9 @@ struct Held {
 }
 
 /// Reads every input through `consumer`.
-fn run<R: Read + Seek>(
+fn run<R: Read + Seek, C: Consumer>(
     inputs: Vec<Input<R>>,
-    consumer: &mut dyn Consumer,
+    consumer: &mut C,
     options: Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> io::Result<Report> {
