@@ -183,6 +183,9 @@ fn sample_trace() -> Vec<u8> {
     .unwrap()
 }
 
+/// A record: (type name, ts, seq, perturbation, payload).
+type Rec = (String, u64, u64, u64, Vec<u8>);
+
 /// Every item of a trace, in a comparable form.
 #[derive(Debug, Default, PartialEq)]
 struct Content {
@@ -190,7 +193,7 @@ struct Content {
     schemas: BTreeMap<u32, Schema>,
     threads: BTreeMap<u64, ThreadInfo>,
     /// Per thread: (type name, ts, seq, perturbation, payload).
-    records: BTreeMap<u64, Vec<(String, u64, u64, u64, Vec<u8>)>>,
+    records: BTreeMap<u64, Vec<Rec>>,
     end: Option<TraceEnd>,
 }
 

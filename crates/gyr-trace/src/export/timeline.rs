@@ -198,7 +198,10 @@ use FieldType as F;
 
 /// The recognised types: name, leading fields, meaning. As in [`crate::sync_events`], a type is
 /// recognised by its fields too, so a program's own type of the same name is never misread.
-const KNOWN: &[(&str, &[(&str, FieldType)], Sync)] = &[
+/// A recognised type's leading fields: name and type.
+type Layout = &'static [(&'static str, FieldType)];
+
+const KNOWN: &[(&str, Layout, Sync)] = &[
     ("gyr.span.begin", &[("name", F::Str)], Sync::SpanBegin),
     ("gyr.span.end", &[("name", F::Str)], Sync::SpanEnd),
     ("gyr.thread.fork", &[("child", F::U64)], Sync::Fork),

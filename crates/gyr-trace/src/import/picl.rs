@@ -272,9 +272,9 @@ pub fn import<R: Read, W: Write>(
                             ),
                         ));
                     }
-                    for i in 0..rest.len() {
+                    for (i, field) in fields.iter().enumerate() {
                         p.payload
-                            .extend_from_slice(&int(4 + i, fields[i])?.to_le_bytes());
+                            .extend_from_slice(&int(4 + i, field)?.to_le_bytes());
                     }
                     p.schema(Key::Old(key), &format!("picl.{name}"), || {
                         ints(fields.len(), fields)

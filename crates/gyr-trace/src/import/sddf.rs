@@ -1100,7 +1100,7 @@ fn ascii_value<R: BufRead>(lx: &mut Lexer<R>, base: Base, dims: u32) -> Result<V
     }
     Ok(match (base, dims) {
         (Base::Char, 1) => match rows.len() {
-            0 => V::Chars(items.iter().map(|v| value_byte(v)).collect()),
+            0 => V::Chars(items.iter().map(value_byte).collect()),
             _ => V::Chars(rows.concat()),
         },
         (Base::Char, _) => V::Rows(rows),
