@@ -35,7 +35,8 @@ pub(crate) struct ChromeWriter<W: Write> {
     pid: u32,
     pids: Vec<u32>,
     file: usize,
-    counters: Vec<String>,
+    /// Per counter: `,"name":"type.field","args":{"value":`.
+    counters: Vec<Vec<u8>>,
     started: bool,
 }
 
@@ -195,7 +196,8 @@ fn json_number(out: &mut Vec<u8>, v: Num) {
     match v {
         Num::Int(i) => push_i64(out, i),
         Num::Float(x) if x.is_finite() => {
-            out.extend_from_slice(ShortFloat(x).to_string().as_bytes())
+            // Straight into the line: no string made per number.
+            let _ = write!(out, "{}", ShortFloat(x));
         }
         Num::Float(_) => out.extend_from_slice(b"null"),
     }
@@ -276,9 +278,13 @@ impl<W: Write> Timeline for ChromeWriter<W> {
 
     fn counter_track(&mut self, index: u32, name: &str) -> io::Result<()> {
         if self.counters.len() <= index as usize {
-            self.counters.resize(index as usize + 1, String::new());
+            self.counters.resize(index as usize + 1, Vec::new());
         }
-        self.counters[index as usize] = name.to_owned();
+        // What every value of the counter repeats, rendered once.
+        let mut tail = b",\"name\":".to_vec();
+        json_string(&mut tail, name);
+        tail.extend_from_slice(b",\"args\":{\"value\":");
+        self.counters[index as usize] = tail;
         Ok(())
     }
 
@@ -389,16 +395,12 @@ impl<W: Write> Timeline for ChromeWriter<W> {
             // JSON has no NaN or infinity; a gap in the counter says as much.
             return Ok(());
         }
+        if self.counters.get(index as usize).is_none() {
+            return Ok(());
+        }
         self.start(b'C', Some(th.tid));
         self.ts(ts);
-        self.line.extend_from_slice(b",\"name\":");
-        let name = self
-            .counters
-            .get(index as usize)
-            .map(String::as_str)
-            .unwrap_or("counter");
-        json_string(&mut self.line, name);
-        self.line.extend_from_slice(b",\"args\":{\"value\":");
+        self.line.extend_from_slice(&self.counters[index as usize]);
         json_number(&mut self.line, value);
         self.line.push(b'}');
         self.finish_event()
