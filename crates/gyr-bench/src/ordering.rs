@@ -227,23 +227,37 @@ fn interpose_lib() -> Option<std::path::PathBuf> {
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join("libgyr_interpose.so"), dir.join("deps/libgyr_interpose.so")]
-        .into_iter()
-        .filter(|p| p.exists())
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+    [
+        dir.join("libgyr_interpose.so"),
+        dir.join("deps/libgyr_interpose.so"),
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
 /// `lockloop`'s CPU ns per lock/unlock pair, median of `runs`, with `preload` or without.
-fn lockloop(bin: &std::path::Path, preload: Option<&std::path::Path>, n: u64, runs: usize) -> anyhow::Result<f64> {
+fn lockloop(
+    bin: &std::path::Path,
+    preload: Option<&std::path::Path>,
+    n: u64,
+    runs: usize,
+) -> anyhow::Result<f64> {
     let mut per = Vec::new();
     for _ in 0..runs {
         let mut cmd = std::process::Command::new(bin);
-        cmd.arg(n.to_string()).env_remove("LD_PRELOAD").env("GYR_SERVE", "0");
+        cmd.arg(n.to_string())
+            .env_remove("LD_PRELOAD")
+            .env("GYR_SERVE", "0");
         if let Some(lib) = preload {
             cmd.env("LD_PRELOAD", lib);
         }
         let out = cmd.output()?;
-        anyhow::ensure!(out.status.success(), "lockloop failed: {}", String::from_utf8_lossy(&out.stderr));
+        anyhow::ensure!(
+            out.status.success(),
+            "lockloop failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let line = String::from_utf8_lossy(&out.stdout);
         let j: serde_json::Value = serde_json::from_str(line.trim())?;
         per.push(j["cpu_ns_per_pair"].as_f64().unwrap_or(f64::NAN));
@@ -258,7 +272,8 @@ fn interposer(quick: bool) -> anyhow::Result<(f64, f64, f64)> {
     })?;
     let dir = tempfile::tempdir()?;
     let bin = dir.path().join("lockloop");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../gyr-interpose/bench/lockloop.c");
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../gyr-interpose/bench/lockloop.c");
     let cc = std::process::Command::new("cc")
         .args(["-O2", "-pthread", "-o"])
         .arg(&bin)
@@ -266,7 +281,11 @@ fn interposer(quick: bool) -> anyhow::Result<(f64, f64, f64)> {
         .status()
         .map_err(|e| anyhow::anyhow!("cannot run cc ({e}): install a C compiler (Debian: gcc)"))?;
     anyhow::ensure!(cc.success(), "cc could not build {}", src.display());
-    let (n, runs) = if quick { (1_000_000, 3) } else { (10_000_000, 7) };
+    let (n, runs) = if quick {
+        (1_000_000, 3)
+    } else {
+        (10_000_000, 7)
+    };
     let without = lockloop(&bin, None, n, runs)?;
     let with = lockloop(&bin, Some(&lib), n, runs)?;
     let sensor = sensor_ns(n, runs)?;
@@ -350,7 +369,9 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         ),
         Err(e) => println!("pthread interposer: not measured: {e}"),
     }
-    let (with, without, sensor) = inter.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), |v| *v);
+    let (with, without, sensor) = inter
+        .as_ref()
+        .map_or((f64::NAN, f64::NAN, f64::NAN), |v| *v);
     if json {
         println!(
             "{}",

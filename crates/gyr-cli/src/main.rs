@@ -1,8 +1,9 @@
 #![doc = include_str!("../README.md")]
 //!
-//! One module per command (`demo`, `hub_cmd`, `trace_cmd`, `spec_cmd`, `steer_cmd` for the
-//! one-shot steering commands, `script_cmd` (the engine is `gyr-rules`), `attach`, `run_cmd`);
-//! `client` and `show` are how every command talks to programs and prints their answers.
+//! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump),
+//! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
+//! commands, `script_cmd` (the engine is `gyr-rules`), `attach`, `run_cmd`); `client` and
+//! `show` are how every command talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
 //! missing, foreign or corrupt trace file, an invalid spec, wrong arguments). A closed pipe
@@ -20,6 +21,7 @@ mod show;
 mod spec_cmd;
 mod steer_cmd;
 mod trace_cmd;
+mod trace_convert;
 
 use clap::{Parser, Subcommand};
 use gyr_client::command;
@@ -181,6 +183,14 @@ enum TraceCommand {
     Stats(trace_cmd::StatsArgs),
     /// Print records, filtered by type, thread and time.
     Dump(trace_cmd::DumpArgs),
+    /// What a file holds: header, schemas, threads, time range, losses, and whether it ended
+    /// cleanly or was cut off.
+    Info(trace_convert::InfoArgs),
+    /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF:
+    /// `gyr trace export --format perfetto run.gyr -o run.pftrace`.
+    Export(trace_convert::ExportArgs),
+    /// Make a gyr trace of an SDDF or PICL file.
+    Import(trace_convert::ImportArgs),
     /// Open recordings in the web UI, loaded whole: the thread life-time view, charts and
     /// statistics of the run.
     View(hub_cmd::ViewArgs),
@@ -226,6 +236,9 @@ fn main() -> ExitCode {
         Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
+        Command::Trace(TraceCommand::Info(a)) => trace_convert::info(a),
+        Command::Trace(TraceCommand::Export(a)) => trace_convert::export(a),
+        Command::Trace(TraceCommand::Import(a)) => trace_convert::import(a),
         Command::Trace(TraceCommand::View(a)) => hub_cmd::view(a),
         Command::Spec { file } => spec_cmd::check(&file),
         Command::Ps { hub: None, .. } => steer_cmd::ps(),
@@ -322,5 +335,36 @@ mod tests {
         assert_eq!(d.from, Some(trace_cmd::Time(1_500_000_000)));
         assert!(d.json);
         assert!(Args::try_parse_from(["gyr", "trace", "dump", "f", "--from", "soon"]).is_err());
+    }
+
+    #[test]
+    fn parses_export_and_import() {
+        let a = Args::try_parse_from([
+            "gyr",
+            "trace",
+            "export",
+            "--format",
+            "chrome",
+            "a.gyr",
+            "b.gyr",
+            "-o",
+            "out.json",
+            "--ordered",
+        ])
+        .unwrap();
+        assert!(matches!(a.command, Command::Trace(TraceCommand::Export(_))));
+        let e = Args::try_parse_from(["gyr", "trace", "export", "--format", "svg", "a", "-o", "b"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("perfetto, chrome, sddf-ascii, sddf-binary"),
+            "{e}"
+        );
+        assert!(
+            Args::try_parse_from([
+                "gyr", "trace", "import", "-f", "picl", "x.trf", "-o", "x.gyr"
+            ])
+            .is_ok()
+        );
     }
 }

@@ -989,6 +989,9 @@ impl<R: Read + Seek> TraceReader<R> {
                                 continue;
                             }
                         };
+                        // A block's records are mostly of a few types: the last look-up is
+                        // kept (schemas do not change inside a block).
+                        let mut last: Option<(TypeId, Option<&Schema>)> = None;
                         for rec in records {
                             let record = match rec {
                                 Ok(record) => record,
@@ -998,7 +1001,15 @@ impl<R: Read + Seek> TraceReader<R> {
                                 }
                             };
                             self.summary.records += 1;
-                            let schema = self.schemas.get(&record.header.type_id);
+                            let type_id = record.header.type_id;
+                            let schema = match last {
+                                Some((t, s)) if t == type_id => s,
+                                _ => {
+                                    let s = self.schemas.get(&type_id);
+                                    last = Some((type_id, s));
+                                    s
+                                }
+                            };
                             if schema.is_none() {
                                 *self.unknown.entry(record.header.type_id).or_default() += 1;
                             }

@@ -1,10 +1,31 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod export;
+pub mod import;
+pub mod info;
 pub mod order;
 pub mod sync_events;
 pub mod timeline;
 
+pub use export::{Format, Options, Report, export, export_files};
+pub use import::{ImportError, ImportFormat, ImportReport};
+pub use info::TraceInfo;
 pub use order::{Event, Need, OrderFilter, OrderStats, Stall, SyncEvent};
 pub use sync_events::{SyncDecoder, ViewEvent, WaitOn};
 pub use timeline::{Arrow, ArrowKind, Run, Segment, State, Tile, Timeline};
+
+/// Imports `input` (in `format`) into a gyr trace written to `out`; `source` names the input
+/// in the trace's header when the input has no header of its own.
+pub fn import<R: std::io::Read, W: std::io::Write>(
+    format: ImportFormat,
+    input: R,
+    out: W,
+    source: &str,
+) -> Result<(W, ImportReport), ImportError> {
+    match format {
+        ImportFormat::SddfAscii => import::sddf::import_ascii(input, out, source),
+        ImportFormat::SddfBinary => import::sddf::import_binary(input, out, source),
+        ImportFormat::Picl => import::picl::import(input, out, source),
+    }
+}

@@ -1,0 +1,434 @@
+//! `gyr trace info`, `gyr trace export` and `gyr trace import`: printing and arguments around
+//! `gyr_trace::{info, export, import}`.
+
+use crate::Failure;
+use crate::show::{command_line, printable};
+use anyhow::Context;
+use clap::Args;
+use gyr_trace::export::{self, Format, Options, Progress};
+use gyr_trace::info::{self, Span, TraceInfo};
+use gyr_trace::{ImportError, ImportFormat, Need};
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `gyr trace info`.
+#[derive(Debug, Args)]
+pub(crate) struct InfoArgs {
+    /// The trace file.
+    file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `gyr trace export`.
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The output format: perfetto, chrome, sddf-ascii or sddf-binary.
+    #[arg(long, short)]
+    format: Format,
+    /// The trace files, one process each.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The file to write.
+    #[arg(long, short)]
+    output: PathBuf,
+    /// Put every event after its causes first (Falcon's ordering filter).
+    #[arg(long)]
+    ordered: bool,
+    /// The most events the ordering filter holds back before it releases the oldest.
+    #[arg(long, value_name = "N", default_value_t = export::DEFAULT_MAX_HELD)]
+    max_held: usize,
+}
+
+/// Arguments of `gyr trace import`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The input format: sddf-ascii, sddf-binary or picl.
+    #[arg(long, short)]
+    format: ImportFormat,
+    /// The file to read.
+    input: PathBuf,
+    /// The gyr trace file to write.
+    #[arg(long, short)]
+    output: PathBuf,
+}
+
+fn secs(ns: Option<u64>) -> String {
+    ns.map(|t| format!("{:.9}", t as f64 / 1e9))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn span_json(s: &Span) -> serde_json::Value {
+    serde_json::json!({ "records": s.records, "first_ns": s.first_ns, "last_ns": s.last_ns })
+}
+
+pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Failure> {
+    let info = info::read_file(&args.file).map_err(Failure::input)?;
+    let out = std::io::stdout();
+    let mut out = BufWriter::new(out.lock());
+    if args.json {
+        writeln!(out, "{}", info_json(&args.file, &info)).context("writing to stdout")?;
+    } else {
+        info_text(&mut out, &args.file, &info).context("writing to stdout")?;
+    }
+    out.flush().context("writing to stdout")?;
+    Ok(if info.summary.is_corrupt() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn info_json(file: &Path, info: &TraceInfo) -> serde_json::Value {
+    let h = &info.header;
+    serde_json::json!({
+        "file": file.display().to_string(),
+        "file_bytes": info.file_bytes,
+        "format_version": info.format_version,
+        "header": {
+            "pid": h.pid, "host": h.host, "command_line": h.command_line,
+            "start_unix_ns": h.start_unix_ns, "clock_source": h.clock_source,
+            "ticks_per_second": h.ticks_per_second, "sensor_cost_ns": h.sensor_cost_ns,
+            "policy": h.policy, "gyr_version": h.gyr_version,
+        },
+        "chunks": info.summary.chunks,
+        "records": span_json(&info.span),
+        "closed_cleanly": info.clean_end(),
+        "cut_off": info.cut_off(),
+        "unreadable_chunks": info.unreadable_chunks(),
+        "unreadable_bytes": info.unreadable_bytes(),
+        "damage": info.summary.damage.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+        "lost_reported": info.lost_reported,
+        "end": info.end.as_ref().map(|e| serde_json::json!({
+            "end_ns": e.end_ns, "records": e.records, "lost": e.lost, "filtered": e.filtered,
+        })),
+        "schemas": info.schemas.values().map(|s| serde_json::json!({
+            "id": s.schema.id,
+            "name": s.schema.name,
+            "fields": s.schema.fields.iter().map(|f| serde_json::json!({
+                "name": f.name, "type": f.ty.to_string(),
+            })).collect::<Vec<_>>(),
+            "records": span_json(&s.span),
+        })).collect::<Vec<_>>(),
+        "threads": info.threads.values().map(|t| serde_json::json!({
+            "id": t.id,
+            "name": t.info.as_ref().map(|i| i.name.clone()),
+            "os_tid": t.info.as_ref().map(|i| i.os_tid),
+            "records": span_json(&t.span),
+            "lost": t.lost,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn info_text(out: &mut impl Write, file: &Path, info: &TraceInfo) -> std::io::Result<()> {
+    let h = &info.header;
+    let size = info
+        .file_bytes
+        .map(|b| format!(", {b} bytes"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "trace     {}{size}, format version {}",
+        file.display(),
+        info.format_version
+    )?;
+    writeln!(
+        out,
+        "process   pid {} on {}, written by gyr {}",
+        h.pid,
+        printable(&h.host),
+        printable(&h.gyr_version)
+    )?;
+    writeln!(out, "command   {}", command_line(&h.command_line))?;
+    writeln!(
+        out,
+        "started   {} ns since the Unix epoch (the trace's timestamp 0)",
+        h.start_unix_ns
+    )?;
+    writeln!(
+        out,
+        "clock     {}, calibrated at {:.6} GHz; sensor cost {:.1} ns/event; ring-full policy {}",
+        printable(&h.clock_source),
+        h.ticks_per_second / 1e9,
+        h.sensor_cost_ns,
+        printable(&h.policy)
+    )?;
+    writeln!(
+        out,
+        "records   {} in {} chunks, from {} s to {} s",
+        info.span.records,
+        info.summary.chunks,
+        secs(info.span.first_ns),
+        secs(info.span.last_ns)
+    )?;
+    let state = if info.clean_end() {
+        "closed cleanly".to_owned()
+    } else if info.cut_off() {
+        format!(
+            "CUT OFF: the writer did not finish (killed, crashed or still running); {} chunk(s), {} bytes unreadable",
+            info.unreadable_chunks(),
+            info.unreadable_bytes()
+        )
+    } else {
+        "NOT closed: no end block (the writer did not finish)".to_owned()
+    };
+    writeln!(out, "state     {state}")?;
+    for d in &info.summary.damage {
+        writeln!(out, "damage    {d}")?;
+    }
+    match &info.end {
+        Some(e) => writeln!(
+            out,
+            "losses    {} events reported by gyr.lost; the end block says {} records, {} lost, {} filtered by rate limits",
+            info.lost_reported, e.records, e.lost, e.filtered
+        )?,
+        None => writeln!(
+            out,
+            "losses    {} events reported by gyr.lost (no end block with the writer's totals)",
+            info.lost_reported
+        )?,
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>5}  {:<28} {:>10} {:>14} {:>14}  fields",
+        "id", "schema", "records", "first (s)", "last (s)"
+    )?;
+    for s in info.schemas.values() {
+        let fields: Vec<String> = s
+            .schema
+            .fields
+            .iter()
+            .map(|f| format!("{}: {}", printable(&f.name), f.ty))
+            .collect();
+        writeln!(
+            out,
+            "{:>5}  {:<28} {:>10} {:>14} {:>14}  {}",
+            s.schema.id,
+            printable(&s.schema.name),
+            s.span.records,
+            secs(s.span.first_ns),
+            secs(s.span.last_ns),
+            fields.join(", ")
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>5}  {:<24} {:>8} {:>10} {:>14} {:>14} {:>8}",
+        "id", "thread", "os tid", "records", "first (s)", "last (s)", "lost"
+    )?;
+    for t in info.threads.values() {
+        writeln!(
+            out,
+            "{:>5}  {:<24} {:>8} {:>10} {:>14} {:>14} {:>8}",
+            t.id,
+            printable(t.info.as_ref().map_or("?", |i| i.name.as_str())),
+            t.info
+                .as_ref()
+                .map(|i| i.os_tid.to_string())
+                .unwrap_or_default(),
+            t.span.records,
+            secs(t.span.first_ns),
+            secs(t.span.last_ns),
+            t.lost
+        )?;
+    }
+    Ok(())
+}
+
+/// A progress line on a terminal: rewritten in place, about once a second.
+struct ProgressLine {
+    tty: bool,
+    shown: bool,
+    names: Vec<String>,
+}
+
+impl ProgressLine {
+    fn show(&mut self, p: &Progress) {
+        if !self.tty {
+            return;
+        }
+        let rate = p.records as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        let part = if p.bytes_total > 0 {
+            format!(
+                "{:.0}% ({} of {} MB)",
+                100.0 * p.bytes_read as f64 / p.bytes_total as f64,
+                p.bytes_read >> 20,
+                p.bytes_total >> 20
+            )
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[Kgyr: exporting {} ({}/{}): {part}, {} records, {:.1} M records/s",
+            self.names.get(p.file).map_or("", String::as_str),
+            p.file + 1,
+            p.files,
+            p.records,
+            rate / 1e6
+        );
+        self.shown = true;
+    }
+
+    fn done(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}
+
+fn need_text(n: &Need) -> String {
+    match *n {
+        Need::Fork { child } => format!("the fork of thread {child}"),
+        Need::Exit { thread } => format!("the exit of thread {thread}"),
+        Need::Release { mutex, n } => format!("release {n} of lock {mutex}"),
+        Need::Signal { cond, n } => format!("signal {n} of condition {cond}"),
+        Need::Arrivals {
+            barrier,
+            generation,
+            parties,
+        } => format!("{parties} arrivals at barrier {barrier} (generation {generation})"),
+    }
+}
+
+pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
+    // Open the inputs before creating the output, so that a wrong path leaves no file behind.
+    let inputs = args
+        .files
+        .iter()
+        .map(|p| export::open_input(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::input)?;
+    let file = std::fs::File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let mut line = ProgressLine {
+        tty: std::io::stderr().is_terminal(),
+        shown: false,
+        names: args.files.iter().map(|p| p.display().to_string()).collect(),
+    };
+    let started = Instant::now();
+    let options = Options {
+        ordered: args.ordered,
+        max_held: args.max_held,
+    };
+    let result = export::export_inputs(inputs, args.format, file, options, &mut |p| line.show(p));
+    line.done();
+    let report = result.with_context(|| format!("writing {} failed", args.output.display()))?;
+    let secs = started.elapsed().as_secs_f64();
+    let mut corrupt = false;
+    for f in &report.files {
+        let s = &f.summary;
+        for d in &s.damage {
+            eprintln!("gyr: warning: {}: {d}", f.name);
+        }
+        if s.is_corrupt() {
+            corrupt = true;
+            eprintln!(
+                "gyr: {}: the trace is damaged; the {} records of its {} valid chunks were exported",
+                f.name, s.records, s.chunks
+            );
+        } else if !s.clean_end {
+            eprintln!(
+                "gyr: note: {}: the trace was not closed (its writer was killed, crashed or is still running); the {} records of its complete chunks were exported",
+                f.name, s.records
+            );
+        }
+        if let Some(o) = &f.order {
+            eprintln!(
+                "gyr: ordering {}: {} events, held back {} times (hold-back ratio {:.3}), at most {} held at once; {} released without their cause",
+                f.name,
+                o.events,
+                o.holds,
+                o.hold_back_ratio(),
+                o.peak_held,
+                o.forced
+            );
+            for st in &f.stalls {
+                eprintln!(
+                    "gyr:   stall: thread {} waited for {} ({} events held)",
+                    st.thread,
+                    need_text(&st.waited_for),
+                    st.held
+                );
+            }
+            if o.forced > f.stalls.len() as u64 {
+                eprintln!(
+                    "gyr:   ... and {} more stalls",
+                    o.forced - f.stalls.len() as u64
+                );
+            }
+        }
+    }
+    eprintln!(
+        "gyr: wrote {}: {} records of {} file(s) as {} {} events in {:.2} s ({:.1} M records/s)",
+        args.output.display(),
+        report.records,
+        report.files.len(),
+        report.events,
+        args.format,
+        secs,
+        report.records as f64 / secs.max(1e-9) / 1e6
+    );
+    Ok(if corrupt {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    let input = std::fs::File::open(&args.input).map_err(|e| {
+        Failure::input(anyhow::anyhow!("cannot read {}: {e}", args.input.display()))
+    })?;
+    let out = std::fs::File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let source = args.input.display().to_string();
+    let result = gyr_trace::import(
+        args.format,
+        std::io::BufReader::new(input),
+        BufWriter::with_capacity(1 << 20, out),
+        &source,
+    );
+    let (out, report) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // No half-written trace is left behind.
+            let _ = std::fs::remove_file(&args.output);
+            return Err(match e {
+                ImportError::Bad { .. } | ImportError::Read(_) => Failure::input(anyhow::anyhow!(
+                    "{}: {e} (reading it as {})",
+                    args.input.display(),
+                    format_name(args.format)
+                )),
+                other => anyhow::Error::from(other)
+                    .context(format!("writing {}", args.output.display()))
+                    .into(),
+            });
+        }
+    };
+    out.into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "gyr: wrote {}: {} schemas, {} threads, {} records",
+        args.output.display(),
+        report.schemas,
+        report.threads,
+        report.records
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_name(f: ImportFormat) -> &'static str {
+    match f {
+        ImportFormat::SddfAscii => "sddf-ascii",
+        ImportFormat::SddfBinary => "sddf-binary",
+        ImportFormat::Picl => "picl",
+    }
+}

@@ -1,0 +1,445 @@
+//! `gyr trace info`, `export` and `import` as a user runs them, on a trace of real thread
+//! events (`gyr::thread`, `gyr::sync`, spans and a program's own event type) recorded here.
+//!
+//! The Perfetto output is decoded with Perfetto's own published descriptors
+//! (`tests/python/perfetto_check.py`, PyPI `perfetto` and `protobuf`) from the Python in
+//! `GYR_PYTHON`, or the environment `scripts/test` makes in `target/pyenv`, or `python3`.
+//! Without them that test is skipped with a message, except in CI (`CI=true`), where it fails.
+
+use gyr::gyr_core::record::push_record;
+use gyr::gyr_core::trace::{TraceEnd, TraceHeader, TraceWriter};
+use gyr::gyr_core::{Field, FieldType, Schema, ThreadInfo};
+use serde_json::Value as Json;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+fn gyr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(args)
+        .output()
+        .expect("gyr runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "gyr failed ({:?}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A program's own event type.
+#[derive(gyr::Sensor)]
+struct Step {
+    worker: u32,
+    load: f64,
+}
+
+/// Three workers named in Unicode take a mutex in turn (and wait for it), pass a barrier, and
+/// wait on a condition the first one signals; every one works inside a span.
+fn workload() {
+    let counter = Arc::new(gyr::sync::Mutex::new(0u64));
+    let barrier = Arc::new(gyr::sync::Barrier::new(3));
+    let ready = Arc::new((gyr::sync::Mutex::new(false), gyr::sync::Condvar::new()));
+    let workers: Vec<_> = (0..3u32)
+        .map(|i| {
+            let (counter, barrier, ready) = (counter.clone(), barrier.clone(), ready.clone());
+            gyr::thread::Builder::new()
+                .name(format!("wörker-{i} ☃"))
+                .spawn(move || {
+                    let _work = gyr::span!("work");
+                    for k in 0..200 {
+                        let mut c = counter.lock().unwrap();
+                        *c += 1;
+                        gyr::emit!(Step {
+                            worker: i,
+                            load: f64::from(k) * 0.5
+                        });
+                        drop(c);
+                        if k % 50 == 0 {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                    barrier.wait();
+                    let (flag, cond) = &*ready;
+                    if i == 0 {
+                        *flag.lock().unwrap() = true;
+                        cond.notify_all();
+                    } else {
+                        let g = cond.wait_while(flag.lock().unwrap(), |f| !*f).unwrap();
+                        drop(g);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(*counter.lock().unwrap(), 600);
+}
+
+/// The directory of this test's files.
+fn dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gyr-cli-export");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The recorded trace (made once for every test of this file).
+fn recorded() -> &'static Path {
+    static TRACE: OnceLock<PathBuf> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let path = dir().join(format!("threads-{}.gyr", std::process::id()));
+        let rt = gyr::Builder::new()
+            .trace_file(&path)
+            .serve(false)
+            .handle_signals(false)
+            .start()
+            .expect("start gyr");
+        workload();
+        rt.shutdown();
+        path
+    })
+}
+
+/// A second process: one thread named in Unicode and one event.
+fn small_trace() -> PathBuf {
+    let path = dir().join(format!("small-{}.gyr", std::process::id()));
+    let header = TraceHeader {
+        pid: 77,
+        command_line: vec!["/usr/bin/klein".into()],
+        start_unix_ns: 1,
+        ..TraceHeader::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    w.schema(&Schema::new(1, "tick", vec![Field::new("n", FieldType::U32)]).unwrap())
+        .unwrap();
+    w.thread(&ThreadInfo {
+        id: 1,
+        name: "größe→😀".into(),
+        os_tid: 4711,
+    })
+    .unwrap();
+    let mut r = Vec::new();
+    push_record(&mut r, 1, 10, 1, 0, &5u32.to_le_bytes());
+    w.records(1, &r).unwrap();
+    std::fs::write(&path, w.finish(&TraceEnd::default()).unwrap()).unwrap();
+    path
+}
+
+/// A Python with Perfetto's descriptors, or why there is none.
+fn python() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
+        Some(p) => vec![p.into()],
+        None => vec![
+            root.join("target/pyenv/bin/python"),
+            PathBuf::from("python3"),
+        ],
+    };
+    let mut why = Vec::new();
+    for p in candidates {
+        match Command::new(&p)
+            .args([
+                "-c",
+                "from perfetto.protos.perfetto.trace import perfetto_trace_pb2",
+            ])
+            .output()
+        {
+            Ok(o) if o.status.success() => return Ok(p),
+            Ok(o) => why.push(format!(
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{}: {e}", p.display())),
+        }
+    }
+    Err(why.join("; "))
+}
+
+fn check_perfetto(python: &Path, trace: &Path, expect: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/perfetto_check.py");
+    let o = Command::new(python)
+        .arg(script)
+        .arg(trace)
+        .args(expect)
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        o.status.success() && out.trim_end().ends_with("ok"),
+        "the Perfetto check failed:\n{out}\n{err}"
+    );
+    out.into_owned()
+}
+
+#[test]
+fn perfetto_export_decodes_with_perfettos_own_descriptors() {
+    let python = match python() {
+        Ok(p) => p,
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "no Python with Perfetto's descriptors ({why}); scripts/test installs them into target/pyenv"
+        ),
+        Err(why) => {
+            eprintln!(
+                "skipped: no Python with the `perfetto` and `protobuf` packages ({why}); run scripts/test, or `pip install perfetto protobuf`"
+            );
+            return;
+        }
+    };
+    let trace = recorded();
+    let small = small_trace();
+    let out = dir().join(format!("threads-{}.pftrace", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "perfetto",
+        trace.to_str().unwrap(),
+        small.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("records of 2 file(s)"), "{err}");
+    let summary = check_perfetto(
+        &python,
+        &out,
+        &[
+            "--processes",
+            "2",
+            "--thread",
+            "wörker-1 ☃",
+            "--thread",
+            "größe→😀",
+            "--slice",
+            "work",
+            "--slice",
+            "hold mutex 1",
+            "--slice",
+            "barrier 2",
+            "--counter",
+            "step.load",
+            "--counter",
+            "step.worker",
+            "--counter",
+            "tick.n",
+            "--instant",
+            "fork 2",
+            "--instant",
+            "thread exit",
+            "--flows",
+            "600",
+        ],
+    );
+    eprintln!("{summary}");
+
+    // The same, through the ordering filter.
+    let ordered = dir().join(format!("threads-ordered-{}.pftrace", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "-f",
+        "perfetto",
+        "--ordered",
+        trace.to_str().unwrap(),
+        "-o",
+        ordered.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("hold-back ratio"), "{err}");
+    check_perfetto(&python, &ordered, &["--processes", "1", "--flows", "600"]);
+
+    // Edge cases: an empty trace, and the recording cut off inside a chunk.
+    let empty = dir().join(format!("empty-{}.gyr", std::process::id()));
+    std::fs::write(
+        &empty,
+        TraceWriter::new(Vec::new(), &TraceHeader::default())
+            .unwrap()
+            .finish(&TraceEnd::default())
+            .unwrap(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(trace).unwrap();
+    let cut = dir().join(format!("cut-{}.gyr", std::process::id()));
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    for (input, processes) in [(&empty, "1"), (&cut, "1")] {
+        let out = input.with_extension("pftrace");
+        let o = gyr(&[
+            "trace",
+            "export",
+            "-f",
+            "perfetto",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        ok(&o);
+        check_perfetto(&python, &out, &["--processes", processes]);
+    }
+}
+
+#[test]
+fn chrome_export_is_structurally_sound() {
+    let trace = recorded();
+    let small = small_trace();
+    let out = dir().join(format!("threads-{}.json", std::process::id()));
+    ok(&gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "chrome",
+        trace.to_str().unwrap(),
+        small.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    let doc: Json = serde_json::from_slice(&std::fs::read(&out).unwrap()).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut depth: HashMap<(u64, u64), i64> = HashMap::new();
+    let mut thread_names = HashSet::new();
+    let mut process_names = HashSet::new();
+    let (mut starts, mut ends) = (HashSet::new(), Vec::new());
+    for e in events {
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap_or(0));
+        match e["ph"].as_str().unwrap() {
+            "B" => *depth.entry(key).or_default() += 1,
+            "E" => {
+                let d = depth.entry(key).or_default();
+                *d -= 1;
+                assert!(*d >= 0, "an E without its B on {key:?}");
+            }
+            "M" if e["name"] == "thread_name" => {
+                thread_names.insert(e["args"]["name"].as_str().unwrap().to_owned());
+            }
+            "M" if e["name"] == "process_name" => {
+                process_names.insert(e["args"]["name"].as_str().unwrap().to_owned());
+            }
+            _ => {}
+        }
+        if let Some(id) = e.get("bind_id") {
+            if e.get("flow_out").is_some() {
+                starts.insert(id.clone());
+            } else {
+                ends.push(id.clone());
+            }
+        }
+    }
+    assert!(depth.values().all(|&d| d == 0), "{depth:?}");
+    for name in ["wörker-0 ☃", "wörker-2 ☃", "größe→😀"] {
+        assert!(
+            thread_names.contains(name),
+            "{name} not in {thread_names:?}"
+        );
+    }
+    assert!(process_names.contains("klein"), "{process_names:?}");
+    assert!(ends.len() >= 600, "{} flow ends", ends.len());
+    assert!(ends.iter().all(|f| starts.contains(f)));
+}
+
+#[test]
+fn info_describes_the_recording() {
+    let trace = recorded();
+    let o = gyr(&["trace", "info", trace.to_str().unwrap(), "--json"]);
+    let info: Json = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(info["closed_cleanly"], true);
+    assert_eq!(info["cut_off"], false);
+    assert_eq!(info["header"]["pid"], std::process::id());
+    let schemas = info["schemas"].as_array().unwrap();
+    let step = schemas.iter().find(|s| s["name"] == "step").unwrap();
+    assert_eq!(step["records"]["records"], 600);
+    assert_eq!(
+        step["fields"][1],
+        serde_json::json!({"name": "load", "type": "f64"})
+    );
+    let threads = info["threads"].as_array().unwrap();
+    assert!(threads.iter().any(|t| t["name"] == "wörker-1 ☃"));
+
+    let text = ok(&gyr(&["trace", "info", trace.to_str().unwrap()]));
+    assert!(text.contains("state     closed cleanly"), "{text}");
+    assert!(text.contains("worker: u32, load: f64"), "{text}");
+
+    // Cut off: info says so, and how much could not be read.
+    let bytes = std::fs::read(trace).unwrap();
+    let cut = dir().join(format!("info-cut-{}.gyr", std::process::id()));
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let text = ok(&gyr(&["trace", "info", cut.to_str().unwrap()]));
+    assert!(text.contains("CUT OFF"), "{text}");
+}
+
+#[test]
+fn sddf_and_picl_import_from_the_command_line() {
+    let trace = recorded();
+    let sddf = dir().join(format!("threads-{}.sddf", std::process::id()));
+    let back = dir().join(format!("threads-back-{}.gyr", std::process::id()));
+    ok(&gyr(&[
+        "trace",
+        "export",
+        "-f",
+        "sddf-binary",
+        trace.to_str().unwrap(),
+        "-o",
+        sddf.to_str().unwrap(),
+    ]));
+    let o = gyr(&[
+        "trace",
+        "import",
+        "-f",
+        "sddf-binary",
+        sddf.to_str().unwrap(),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let a: Json = serde_json::from_str(&ok(&gyr(&[
+        "trace",
+        "info",
+        trace.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    let b: Json = serde_json::from_str(&ok(&gyr(&[
+        "trace",
+        "info",
+        back.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    for key in ["header", "schemas", "threads", "records", "end"] {
+        assert_eq!(a[key], b[key], "{key} differs after the round trip");
+    }
+
+    // Bad input: the line and what was expected; no file left behind.
+    let bad = dir().join(format!("bad-{}.trf", std::process::id()));
+    std::fs::write(&bad, "4 12 345678 0 1 99 1024\n4 12 345679 0 1 99\n").unwrap();
+    let out = dir().join(format!("bad-{}.gyr", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "import",
+        "-f",
+        "picl",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("expected 3 (to type length)"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
