@@ -292,6 +292,61 @@ fn interposer(quick: bool) -> anyhow::Result<(f64, f64, f64)> {
     Ok((with, without, sensor))
 }
 
+/// A sensor event of the program's own, as the exports' counters carry it.
+#[derive(gyr::Sensor)]
+struct Work {
+    step: u64,
+    load: f64,
+}
+
+/// Records `per_thread` events on each of 4 threads (4 in 5 `work`, the rest thread events of
+/// a shared gyr::sync::Mutex) into a trace file, then times exporting it as Perfetto and as
+/// Chrome JSON into nothing; returns records/s for each (best of `runs`) and the records.
+fn exports(per_thread: u64, runs: usize) -> anyhow::Result<(f64, f64, u64)> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("export.gyr");
+    let rt = gyr::Builder::new()
+        .serve(false)
+        .handle_signals(false)
+        .ring_capacity(8 << 20)
+        .trace_file(&path)
+        .start()?;
+    let lock = std::sync::Arc::new(gyr::sync::Mutex::new(0u64));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let lock = lock.clone();
+            gyr::thread::spawn(move || {
+                for step in 0..per_thread / 6 {
+                    for k in 0..4 {
+                        gyr::emit!(Work { step, load: (step + k) as f64 * 0.5 });
+                    }
+                    *lock.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    rt.shutdown();
+    let mut rates = [0.0f64; 2];
+    let mut records = 0;
+    for _ in 0..runs {
+        for (i, format) in [gyr_trace::Format::Perfetto, gyr_trace::Format::Chrome]
+            .into_iter()
+            .enumerate()
+        {
+            let reader = gyr_core::TraceReader::new(std::io::BufReader::new(std::fs::File::open(&path)?))?;
+            let start = Instant::now();
+            let report = gyr_trace::export(reader, format, std::io::sink(), gyr_trace::Options::default())?;
+            let rate = report.records as f64 / start.elapsed().as_secs_f64();
+            rates[i] = rates[i].max(rate);
+            records = report.records;
+        }
+    }
+    Ok((rates[0], rates[1], records))
+}
+
 pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     let events = if quick { 1_000_000 } else { 10_000_000 };
     let runs = if quick { 3 } else { 5 };
@@ -360,6 +415,12 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         "  built in {build_s:.1} s ({:.1} M events/s); a viewport of 40 rows x 1400 px: p50 {tile_p50:.2} ms, p99 {tile_p99:.2} ms (the hub's share of a 16 ms frame)",
         timeline_events as f64 / build_s / 1e6
     );
+    let (perfetto, chrome, exported) = exports(if quick { 300_000 } else { 1_500_000 }, 3)?;
+    println!(
+        "exports of a {exported}-record trace: Perfetto {:.1} M records/s (target >= 10 M), Chrome JSON {:.1} M/s",
+        perfetto / 1e6,
+        chrome / 1e6
+    );
     let inter = interposer(quick);
     match &inter {
         Ok((with, without, sensor)) => println!(
@@ -377,6 +438,9 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
             "{}",
             json!({
                 "bench": "ordering",
+                "export_perfetto_events_per_s": perfetto.round(),
+                "export_chrome_events_per_s": chrome.round(),
+                "export_events_target": 10e6,
                 "interposer_ns_per_lock": r3(with),
                 "uninstrumented_ns_per_lock": r3(without),
                 "sensor_ns_per_event": r3(sensor),
