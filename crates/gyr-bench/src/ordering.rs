@@ -318,7 +318,10 @@ fn exports(per_thread: u64, runs: usize) -> anyhow::Result<(f64, f64, u64)> {
             gyr::thread::spawn(move || {
                 for step in 0..per_thread / 6 {
                     for k in 0..4 {
-                        gyr::emit!(Work { step, load: (step + k) as f64 * 0.5 });
+                        gyr::emit!(Work {
+                            step,
+                            load: (step + k) as f64 * 0.5
+                        });
                     }
                     *lock.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 }
@@ -336,9 +339,15 @@ fn exports(per_thread: u64, runs: usize) -> anyhow::Result<(f64, f64, u64)> {
             .into_iter()
             .enumerate()
         {
-            let reader = gyr_core::TraceReader::new(std::io::BufReader::new(std::fs::File::open(&path)?))?;
+            let reader =
+                gyr_core::TraceReader::new(std::io::BufReader::new(std::fs::File::open(&path)?))?;
             let start = Instant::now();
-            let report = gyr_trace::export(reader, format, std::io::sink(), gyr_trace::Options::default())?;
+            let report = gyr_trace::export(
+                reader,
+                format,
+                std::io::sink(),
+                gyr_trace::Options::default(),
+            )?;
             let rate = report.records as f64 / start.elapsed().as_secs_f64();
             rates[i] = rates[i].max(rate);
             records = report.records;
