@@ -10,48 +10,75 @@
 use crate::order::SyncEvent;
 use gyr_core::schema::{FieldType, Schema, TypeId};
 
-/// What a recognised type means; the offsets of its fields follow from the layout.
+/// The thread event types of `gyr::sync::events` (and `gyr.lost`): what a recognised type
+/// means; the offsets of its fields follow from its layout. One table for the ordering filter,
+/// the life-time view and the exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Begin,
+pub(crate) enum Kind {
+    SpanBegin,
+    SpanEnd,
     Fork,
+    Begin,
     Exit,
+    JoinBegin,
     JoinEnd,
+    Detach,
+    MutexRequest,
     MutexAcquire,
+    MutexBusy,
     MutexRelease,
+    RwRequest,
     RwAcquire,
+    RwBusy,
     RwRelease,
-    CondSignal,
+    CondWait,
     CondWake,
+    CondSignal,
+    CondBroadcast,
     BarrierArrive,
     BarrierDepart,
-    // Known to views only (they start waits, and nothing waits for them).
-    MutexRequest,
-    RwRequest,
-    CondWait,
-    JoinBegin,
+    Lost,
 }
 
 use FieldType as F;
 
+/// The recognised types: name, leading fields, meaning.
 /// A recognised type's leading fields: name and type.
 type Layout = &'static [(&'static str, FieldType)];
 
-/// The recognised types: name, leading fields, kind.
 const KNOWN: &[(&str, Layout, Kind)] = &[
-    ("gyr.thread.begin", &[("parent", F::U64)], Kind::Begin),
+    ("gyr.span.begin", &[("name", F::Str)], Kind::SpanBegin),
+    ("gyr.span.end", &[("name", F::Str)], Kind::SpanEnd),
     ("gyr.thread.fork", &[("child", F::U64)], Kind::Fork),
+    ("gyr.thread.begin", &[("parent", F::U64)], Kind::Begin),
     ("gyr.thread.exit", &[], Kind::Exit),
+    (
+        "gyr.thread.join_begin",
+        &[("joined", F::U64)],
+        Kind::JoinBegin,
+    ),
     ("gyr.thread.join_end", &[("joined", F::U64)], Kind::JoinEnd),
+    ("gyr.thread.detach", &[("thread", F::U64)], Kind::Detach),
+    (
+        "gyr.mutex.request",
+        &[("mutex", F::U64)],
+        Kind::MutexRequest,
+    ),
     (
         "gyr.mutex.acquire",
         &[("mutex", F::U64), ("n", F::U64)],
         Kind::MutexAcquire,
     ),
+    ("gyr.mutex.busy", &[("mutex", F::U64)], Kind::MutexBusy),
     (
         "gyr.mutex.release",
         &[("mutex", F::U64), ("n", F::U64)],
         Kind::MutexRelease,
+    ),
+    (
+        "gyr.rwlock.request",
+        &[("lock", F::U64), ("write", F::Bool)],
+        Kind::RwRequest,
     ),
     (
         "gyr.rwlock.acquire",
@@ -59,9 +86,24 @@ const KNOWN: &[(&str, Layout, Kind)] = &[
         Kind::RwAcquire,
     ),
     (
+        "gyr.rwlock.busy",
+        &[("lock", F::U64), ("write", F::Bool)],
+        Kind::RwBusy,
+    ),
+    (
         "gyr.rwlock.release",
         &[("lock", F::U64), ("write", F::Bool), ("n", F::U64)],
         Kind::RwRelease,
+    ),
+    (
+        "gyr.cond.wait",
+        &[("cond", F::U64), ("mutex", F::U64)],
+        Kind::CondWait,
+    ),
+    (
+        "gyr.cond.wake",
+        &[("cond", F::U64), ("after", F::U64), ("timed_out", F::Bool)],
+        Kind::CondWake,
     ),
     (
         "gyr.cond.signal",
@@ -71,37 +113,12 @@ const KNOWN: &[(&str, Layout, Kind)] = &[
     (
         "gyr.cond.broadcast",
         &[("cond", F::U64), ("n", F::U64)],
-        Kind::CondSignal,
-    ),
-    (
-        "gyr.cond.wake",
-        &[("cond", F::U64), ("after", F::U64), ("timed_out", F::Bool)],
-        Kind::CondWake,
+        Kind::CondBroadcast,
     ),
     (
         "gyr.barrier.arrive",
         &[("barrier", F::U64), ("generation", F::U64)],
         Kind::BarrierArrive,
-    ),
-    (
-        "gyr.mutex.request",
-        &[("mutex", F::U64)],
-        Kind::MutexRequest,
-    ),
-    (
-        "gyr.rwlock.request",
-        &[("lock", F::U64), ("write", F::Bool)],
-        Kind::RwRequest,
-    ),
-    (
-        "gyr.cond.wait",
-        &[("cond", F::U64), ("mutex", F::U64)],
-        Kind::CondWait,
-    ),
-    (
-        "gyr.thread.join_begin",
-        &[("joined", F::U64)],
-        Kind::JoinBegin,
     ),
     (
         "gyr.barrier.depart",
@@ -112,7 +129,42 @@ const KNOWN: &[(&str, Layout, Kind)] = &[
         ],
         Kind::BarrierDepart,
     ),
+    (
+        gyr_core::LOST_EVENT_NAME,
+        &[("thread", F::U64), ("count", F::U64)],
+        Kind::Lost,
+    ),
 ];
+
+impl Kind {
+    /// Whether the ordering filter or a life-time view reads records of this kind (spans,
+    /// detaches, failed tries and losses only the exports draw).
+    fn ordered_or_viewed(self) -> bool {
+        !matches!(
+            self,
+            Kind::SpanBegin
+                | Kind::SpanEnd
+                | Kind::Detach
+                | Kind::MutexBusy
+                | Kind::RwBusy
+                | Kind::Lost
+        )
+    }
+}
+
+/// What `schema` is, if it is one of the thread event types: by name *and* leading fields.
+pub(crate) fn recognise(schema: &Schema) -> Option<Kind> {
+    KNOWN.iter().find_map(|(name, fields, kind)| {
+        let matches = schema.name == *name
+            && schema.fields.len() >= fields.len()
+            && schema
+                .fields
+                .iter()
+                .zip(fields.iter())
+                .all(|(f, (n, t))| f.name == *n && f.ty == *t);
+        matches.then_some(*kind)
+    })
+}
 
 /// Maps records to [`SyncEvent`]s, by type id, once told the stream's schemas.
 #[derive(Debug, Default, Clone)]
@@ -135,16 +187,7 @@ impl SyncDecoder {
         if schema.id >= MAX_TYPE_ID {
             return;
         }
-        let kind = KNOWN.iter().find_map(|(name, fields, kind)| {
-            let matches = schema.name == *name
-                && schema.fields.len() >= fields.len()
-                && schema
-                    .fields
-                    .iter()
-                    .zip(fields.iter())
-                    .all(|(f, (n, t))| f.name == *n && f.ty == *t);
-            matches.then_some(*kind)
-        });
+        let kind = recognise(schema).filter(|k| k.ordered_or_viewed());
         let i = schema.id as usize;
         if self.kinds.len() <= i {
             self.kinds.resize(i + 1, None);
@@ -278,7 +321,16 @@ fn u64_at(p: &[u8], at: usize) -> Option<u64> {
 
 fn decode(kind: Kind, p: &[u8]) -> Option<SyncEvent> {
     Some(match kind {
-        Kind::MutexRequest | Kind::RwRequest | Kind::CondWait | Kind::JoinBegin => SyncEvent::Other,
+        Kind::MutexRequest
+        | Kind::RwRequest
+        | Kind::CondWait
+        | Kind::JoinBegin
+        | Kind::SpanBegin
+        | Kind::SpanEnd
+        | Kind::Detach
+        | Kind::MutexBusy
+        | Kind::RwBusy
+        | Kind::Lost => SyncEvent::Other,
         Kind::Begin => {
             let parent = u64_at(p, 0)?;
             SyncEvent::ThreadBegin {
@@ -319,7 +371,7 @@ fn decode(kind: Kind, p: &[u8]) -> Option<SyncEvent> {
                 SyncEvent::Other
             }
         }
-        Kind::CondSignal => SyncEvent::CondSignal {
+        Kind::CondSignal | Kind::CondBroadcast => SyncEvent::CondSignal {
             cond: u64_at(p, 0)?,
             n: u64_at(p, 8)?,
         },

@@ -35,6 +35,7 @@
 //! dropped, so viewers always see balanced slices.
 
 use super::{Consumer, FileStart};
+use crate::sync_events::Kind as Sync;
 use gyr_core::ThreadInfo;
 use gyr_core::record::RecordHeader;
 use gyr_core::schema::{FieldType, ScalarType, Schema, TypeId};
@@ -165,131 +166,6 @@ pub(crate) trait Timeline {
     /// Events written so far.
     fn events(&self) -> u64;
 }
-
-/// The thread events this mapping draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sync {
-    SpanBegin,
-    SpanEnd,
-    Fork,
-    Begin,
-    Exit,
-    JoinBegin,
-    JoinEnd,
-    Detach,
-    MutexRequest,
-    MutexAcquire,
-    MutexBusy,
-    MutexRelease,
-    RwRequest,
-    RwAcquire,
-    RwBusy,
-    RwRelease,
-    CondWait,
-    CondWake,
-    CondSignal,
-    CondBroadcast,
-    BarrierArrive,
-    BarrierDepart,
-    Lost,
-}
-
-use FieldType as F;
-
-/// The recognised types: name, leading fields, meaning. As in [`crate::sync_events`], a type is
-/// recognised by its fields too, so a program's own type of the same name is never misread.
-/// A recognised type's leading fields: name and type.
-type Layout = &'static [(&'static str, FieldType)];
-
-const KNOWN: &[(&str, Layout, Sync)] = &[
-    ("gyr.span.begin", &[("name", F::Str)], Sync::SpanBegin),
-    ("gyr.span.end", &[("name", F::Str)], Sync::SpanEnd),
-    ("gyr.thread.fork", &[("child", F::U64)], Sync::Fork),
-    ("gyr.thread.begin", &[("parent", F::U64)], Sync::Begin),
-    ("gyr.thread.exit", &[], Sync::Exit),
-    (
-        "gyr.thread.join_begin",
-        &[("joined", F::U64)],
-        Sync::JoinBegin,
-    ),
-    ("gyr.thread.join_end", &[("joined", F::U64)], Sync::JoinEnd),
-    ("gyr.thread.detach", &[("thread", F::U64)], Sync::Detach),
-    (
-        "gyr.mutex.request",
-        &[("mutex", F::U64)],
-        Sync::MutexRequest,
-    ),
-    (
-        "gyr.mutex.acquire",
-        &[("mutex", F::U64), ("n", F::U64)],
-        Sync::MutexAcquire,
-    ),
-    ("gyr.mutex.busy", &[("mutex", F::U64)], Sync::MutexBusy),
-    (
-        "gyr.mutex.release",
-        &[("mutex", F::U64), ("n", F::U64)],
-        Sync::MutexRelease,
-    ),
-    (
-        "gyr.rwlock.request",
-        &[("lock", F::U64), ("write", F::Bool)],
-        Sync::RwRequest,
-    ),
-    (
-        "gyr.rwlock.acquire",
-        &[("lock", F::U64), ("write", F::Bool), ("n", F::U64)],
-        Sync::RwAcquire,
-    ),
-    (
-        "gyr.rwlock.busy",
-        &[("lock", F::U64), ("write", F::Bool)],
-        Sync::RwBusy,
-    ),
-    (
-        "gyr.rwlock.release",
-        &[("lock", F::U64), ("write", F::Bool), ("n", F::U64)],
-        Sync::RwRelease,
-    ),
-    (
-        "gyr.cond.wait",
-        &[("cond", F::U64), ("mutex", F::U64)],
-        Sync::CondWait,
-    ),
-    (
-        "gyr.cond.wake",
-        &[("cond", F::U64), ("after", F::U64), ("timed_out", F::Bool)],
-        Sync::CondWake,
-    ),
-    (
-        "gyr.cond.signal",
-        &[("cond", F::U64), ("n", F::U64)],
-        Sync::CondSignal,
-    ),
-    (
-        "gyr.cond.broadcast",
-        &[("cond", F::U64), ("n", F::U64)],
-        Sync::CondBroadcast,
-    ),
-    (
-        "gyr.barrier.arrive",
-        &[("barrier", F::U64), ("generation", F::U64)],
-        Sync::BarrierArrive,
-    ),
-    (
-        "gyr.barrier.depart",
-        &[
-            ("barrier", F::U64),
-            ("generation", F::U64),
-            ("parties", F::U32),
-        ],
-        Sync::BarrierDepart,
-    ),
-    (
-        gyr_core::LOST_EVENT_NAME,
-        &[("thread", F::U64), ("count", F::U64)],
-        Sync::Lost,
-    ),
-];
 
 /// What records of one type become.
 #[derive(Debug)]
@@ -928,16 +804,7 @@ impl<T: Timeline> Consumer for Mapper<T> {
     }
 
     fn schema(&mut self, schema: &Schema) -> io::Result<()> {
-        let known = KNOWN.iter().find_map(|(name, fields, sync)| {
-            let matches = schema.name == *name
-                && schema.fields.len() >= fields.len()
-                && schema
-                    .fields
-                    .iter()
-                    .zip(fields.iter())
-                    .all(|(f, (n, t))| f.name == *n && f.ty == *t);
-            matches.then_some(*sync)
-        });
+        let known = crate::sync_events::recognise(schema);
         let kind = match known {
             Some(sync) => Kind::Sync(sync, schema.clone()),
             None if schema.name.starts_with("gyr.") => Kind::Other(schema.clone()),
