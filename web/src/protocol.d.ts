@@ -447,7 +447,11 @@ paused: boolean,
 /**
  * The trace files, and the pid each is shown as.
  */
-files: Array<ReplayFile>, };
+files: Array<ReplayFile>, 
+/**
+ * Whether the time monitoring took has been removed from the threads' timelines.
+ */
+corrected: boolean, };
 
 /**
  * A replayed trace file.

@@ -99,6 +99,10 @@ pub(crate) struct ViewArgs {
     /// Where the web UI listens (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
+    /// Show each thread's timeline with the time monitoring took removed (blocked on full
+    /// rings, sensor calls), following the causes between threads.
+    #[arg(long)]
+    correct: bool,
 }
 
 /// `gyr trace view`: the web UI on recordings, loaded whole (the replay seeked to the end and
@@ -119,6 +123,7 @@ pub(crate) fn view(a: ViewArgs) -> Result<ExitCode, Failure> {
         socket_dir: gyr_client::discovery::socket_dir(),
         discover: false,
         replay: a.files,
+        replay_corrected: a.correct,
         ..Default::default()
     })
     .map_err(|e| match e {

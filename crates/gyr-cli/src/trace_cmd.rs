@@ -4,11 +4,14 @@ use crate::Failure;
 use crate::show::{command_line, printable};
 use anyhow::Context;
 use clap::Args;
+use gyr_core::record::RecordHeader;
 use gyr_core::trace::{Item, ReadSummary, TraceReader};
 use gyr_core::value::decode;
 use gyr_core::{LOST_EVENT_NAME, Schema, Value};
+use gyr_trace::{CausalStream, Released};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -54,6 +57,10 @@ pub(crate) struct StatsArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
+    /// Also show each thread's span with the time monitoring took removed, following the
+    /// causes between threads (Falcon's perturbation analysis).
+    #[arg(long)]
+    correct: bool,
 }
 
 /// Arguments of `gyr trace dump`.
@@ -79,6 +86,13 @@ pub(crate) struct DumpArgs {
     /// Stop after this many records.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<u64>,
+    /// Put every event after its causes (Falcon's ordering filter): the order in which the
+    /// threads' events happened, rather than the order the monitors wrote them.
+    #[arg(long)]
+    pub(crate) ordered: bool,
+    /// Remove from each thread's timeline the time monitoring took; implies --ordered.
+    #[arg(long)]
+    pub(crate) correct: bool,
 }
 
 fn open(path: &Path) -> Result<TraceReader<std::io::BufReader<std::fs::File>>, Failure> {
@@ -125,6 +139,8 @@ struct ThreadStats {
     last: u64,
     perturbation: u64,
     last_seq: u64,
+    /// First and last corrected times (`--correct`).
+    corrected: Option<(u64, u64)>,
 }
 
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
@@ -136,9 +152,36 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     let mut first = u64::MAX;
     let mut last = 0u64;
     let mut end = None;
+    let mut causal = args.correct.then(|| {
+        CausalStream::new(
+            gyr_trace::export::DEFAULT_MAX_HELD,
+            Some(reader.header().sensor_cost_ns),
+        )
+    });
+    let mut released = Vec::new();
+    let corrected_span = |threads: &mut BTreeMap<u64, ThreadStats>, r: &mut Vec<Released>| {
+        for r in r.drain(..) {
+            let t = r.header.timestamp;
+            let th = threads.entry(r.thread).or_default();
+            let (first, last) = th.corrected.get_or_insert((t, t));
+            *first = (*first).min(t);
+            *last = (*last).max(t);
+        }
+    };
     reader.for_each_item(|item| match item {
-        Item::Schema(s) if s.name == LOST_EVENT_NAME => lost_schema = Some(s.clone()),
+        Item::Schema(s) => {
+            if let Some(c) = causal.as_mut() {
+                c.add_schema(s);
+            }
+            if s.name == LOST_EVENT_NAME {
+                lost_schema = Some(s.clone());
+            }
+        }
         Item::Record { schema, record } => {
+            if let Some(c) = causal.as_mut() {
+                c.push(record.thread, record.header, record.payload, &mut released);
+                corrected_span(&mut threads, &mut released);
+            }
             let h = record.header;
             first = first.min(h.timestamp);
             last = last.max(h.timestamp);
@@ -163,6 +206,23 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
         }
         Item::End(e) => end = Some(e.clone()),
         _ => {}
+    });
+    if let Some(c) = causal.as_mut() {
+        c.finish(&mut released);
+        corrected_span(&mut threads, &mut released);
+    }
+    let corrected_ns = causal.as_ref().map(|_| {
+        let first = threads
+            .values()
+            .filter_map(|t| t.corrected)
+            .map(|c| c.0)
+            .min();
+        let last = threads
+            .values()
+            .filter_map(|t| t.corrected)
+            .map(|c| c.1)
+            .max();
+        last.unwrap_or(0).saturating_sub(first.unwrap_or(0))
     });
     let header = reader.header().clone();
     let schemas = reader.schemas().clone();
@@ -199,6 +259,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
             "chunks": summary.chunks,
             "records": records,
             "duration_ns": duration_ns,
+            "corrected_duration_ns": corrected_ns,
             "records_per_s": rate(records, duration_ns),
             "lost": lost_total,
             "filtered": end.as_ref().map(|e| e.filtered),
@@ -216,6 +277,8 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
                     "lost": lost_by_thread.get(id).copied().unwrap_or(0),
                     "blocked_ns": t.perturbation,
                     "perturbation_ns": t.perturbation as f64 + t.last_seq as f64 * header.sensor_cost_ns,
+                    "corrected_first_ns": t.corrected.map(|c| c.0),
+                    "corrected_last_ns": t.corrected.map(|c| c.1),
                 })
             }).collect::<Vec<_>>(),
         });
@@ -253,8 +316,11 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     )?;
     writeln!(
         out,
-        "duration  {:.6} s (first to last record)",
-        secs(duration_ns)
+        "duration  {:.6} s (first to last record){}",
+        secs(duration_ns),
+        corrected_ns
+            .map(|c| format!("; {:.6} s with monitoring's time removed", secs(c)))
+            .unwrap_or_default()
     )?;
     writeln!(
         out,
@@ -288,15 +354,27 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:>4}  {:<20} {:>8} {:>12} {:>10} {:>10} {:>8} {:>14}",
-        "id", "thread", "os tid", "records", "first (s)", "last (s)", "lost", "perturbation"
+        "{:>4}  {:<20} {:>8} {:>12} {:>10} {:>10} {:>8} {:>14}{}",
+        "id",
+        "thread",
+        "os tid",
+        "records",
+        "first (s)",
+        "last (s)",
+        "lost",
+        "perturbation",
+        if args.correct {
+            "  corrected first..last (s)"
+        } else {
+            ""
+        }
     )?;
     for (id, t) in &threads {
         let info = thread_info.get(id);
         let pert_ms = (t.perturbation as f64 + t.last_seq as f64 * header.sensor_cost_ns) / 1e6;
         writeln!(
             out,
-            "{:>4}  {:<20} {:>8} {:>12} {:>10.6} {:>10.6} {:>8} {:>11.3} ms",
+            "{:>4}  {:<20} {:>8} {:>12} {:>10.6} {:>10.6} {:>8} {:>11.3} ms{}",
             id,
             printable(info.map(|i| i.name.as_str()).unwrap_or("?")),
             info.map(|i| i.os_tid.to_string()).unwrap_or_default(),
@@ -304,7 +382,10 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
             secs(t.first.unwrap_or(0)),
             secs(t.last),
             lost_by_thread.get(id).copied().unwrap_or(0),
-            pert_ms
+            pert_ms,
+            t.corrected
+                .map(|(a, b)| format!("  {:>10.6}..{:.6}", secs(a), secs(b)))
+                .unwrap_or_default()
         )?;
     }
     writeln!(out)?;
@@ -316,109 +397,173 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     Ok(report_damage(&args.file, &summary))
 }
 
+/// Prints the records `gyr trace dump` selects.
+struct Printer<'a, W: Write> {
+    args: &'a DumpArgs,
+    out: W,
+    /// The ids of the types asked for (`--type`), if any were.
+    wanted_ids: Option<Vec<u32>>,
+    threads: HashMap<u64, String>,
+    printed: u64,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Printer<'_, W> {
+    fn record(&mut self, thread: u64, h: &RecordHeader, schema: Option<&Schema>, payload: &[u8]) {
+        let args = self.args;
+        if self.error.is_some()
+            || self
+                .wanted_ids
+                .as_ref()
+                .is_some_and(|ids| !ids.contains(&h.type_id))
+            || args.thread.is_some_and(|t| t != thread)
+            || args.from.is_some_and(|t| h.timestamp < t.0)
+            || args.to.is_some_and(|t| h.timestamp > t.0)
+        {
+            return;
+        }
+        let (name, values) = match schema {
+            Some(s) => (
+                s.name.as_str(),
+                decode(s, payload).map_err(|e| e.to_string()),
+            ),
+            None => ("?", Err("no schema".to_owned())),
+        };
+        let out = &mut self.out;
+        let r = if args.json {
+            let fields = match (&values, schema) {
+                (Ok(v), Some(s)) => serde_json::Value::Object(
+                    s.fields
+                        .iter()
+                        .zip(v)
+                        .map(|(f, v)| (f.name.clone(), crate::show::value_json(v)))
+                        .collect(),
+                ),
+                (Err(e), _) => serde_json::json!({ "error": e }),
+                _ => serde_json::Value::Null,
+            };
+            let line = serde_json::json!({
+                "t_ns": h.timestamp, "thread": thread, "seq": h.seq, "type": name,
+                "fields": fields, "perturbation_ns": h.perturbation,
+            });
+            writeln!(out, "{line}")
+        } else {
+            let body = match (&values, schema) {
+                (Ok(v), Some(s)) => s
+                    .fields
+                    .iter()
+                    .zip(v)
+                    .map(|(f, v)| format!("{}: {}", printable(&f.name), printable(&v.to_string())))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                (Err(e), _) => format!("<{}>", printable(e)),
+                _ => String::new(),
+            };
+            let tn = self.threads.get(&thread).cloned().unwrap_or_default();
+            writeln!(
+                out,
+                "{:>14.9}  t{:<3} {:<12} #{:<8} {} {{ {} }}",
+                h.timestamp as f64 / 1e9,
+                thread,
+                printable(&tn),
+                h.seq,
+                printable(name),
+                body
+            )
+        };
+        match r {
+            Ok(()) => self.printed += 1,
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
 pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
     let mut reader = open(&args.file)?;
     let out = std::io::stdout();
-    let mut out = BufWriter::new(out.lock());
-    let mut wanted_ids: Option<Vec<u32>> = if args.types.is_empty() {
-        None
-    } else {
-        Some(Vec::new())
+    let mut printer = Printer {
+        args: &args,
+        out: BufWriter::new(out.lock()),
+        wanted_ids: if args.types.is_empty() {
+            None
+        } else {
+            Some(Vec::new())
+        },
+        threads: HashMap::new(),
+        printed: 0,
+        error: None,
     };
     let mut seen_types: Vec<String> = Vec::new();
-    let mut printed = 0u64;
-    let mut error: Option<std::io::Error> = None;
     let limit = args.limit.unwrap_or(u64::MAX);
-    let threads = std::cell::RefCell::new(HashMap::<u64, String>::new());
-    reader.for_each_item(|item| {
-        if error.is_some() || printed >= limit {
-            return;
+    // Ordered (or corrected): records go through the ordering filter, and are printed as it
+    // releases them, with their schema found by type id.
+    let mut causal = (args.ordered || args.correct).then(|| {
+        CausalStream::new(
+            gyr_trace::export::DEFAULT_MAX_HELD,
+            args.correct.then_some(reader.header().sensor_cost_ns),
+        )
+    });
+    let mut schemas: HashMap<u32, Schema> = HashMap::new();
+    let mut released: Vec<Released> = Vec::new();
+    reader.try_for_each_item(|item| {
+        if printer.error.is_some() || printer.printed >= limit {
+            // Read on: the damage report covers the whole file.
+            return ControlFlow::Continue(());
         }
         match item {
             Item::Schema(s) => {
                 seen_types.push(s.name.clone());
-                if let Some(ids) = wanted_ids.as_mut()
+                if let Some(ids) = printer.wanted_ids.as_mut()
                     && args.types.contains(&s.name)
                 {
                     ids.push(s.id);
                 }
+                if let Some(c) = causal.as_mut() {
+                    c.add_schema(s);
+                    schemas.insert(s.id, s.clone());
+                }
             }
             Item::Thread(t) => {
-                threads.borrow_mut().insert(t.id, t.name.clone());
+                printer.threads.insert(t.id, t.name.clone());
             }
-            Item::Record { schema, record } => {
-                let h = record.header;
-                if wanted_ids
-                    .as_ref()
-                    .is_some_and(|ids| !ids.contains(&h.type_id))
-                    || args.thread.is_some_and(|t| t != record.thread)
-                    || args.from.is_some_and(|t| h.timestamp < t.0)
-                    || args.to.is_some_and(|t| h.timestamp > t.0)
-                {
-                    return;
+            Item::Record { schema, record } => match causal.as_mut() {
+                None => printer.record(record.thread, &record.header, schema, record.payload),
+                Some(c) => {
+                    c.push(record.thread, record.header, record.payload, &mut released);
+                    for r in released.drain(..) {
+                        if printer.printed < limit {
+                            let s = schemas.get(&r.header.type_id);
+                            printer.record(r.thread, &r.header, s, &r.payload);
+                        }
+                    }
                 }
-                let (name, values) = match schema {
-                    Some(s) => (
-                        s.name.as_str(),
-                        decode(s, record.payload).map_err(|e| e.to_string()),
-                    ),
-                    None => ("?", Err("no schema".to_owned())),
-                };
-                let r = if args.json {
-                    let fields = match (&values, schema) {
-                        (Ok(v), Some(s)) => serde_json::Value::Object(
-                            s.fields
-                                .iter()
-                                .zip(v)
-                                .map(|(f, v)| (f.name.clone(), crate::show::value_json(v)))
-                                .collect(),
-                        ),
-                        (Err(e), _) => serde_json::json!({ "error": e }),
-                        _ => serde_json::Value::Null,
-                    };
-                    let line = serde_json::json!({
-                        "t_ns": h.timestamp, "thread": record.thread, "seq": h.seq, "type": name,
-                        "fields": fields, "perturbation_ns": h.perturbation,
-                    });
-                    writeln!(out, "{line}")
-                } else {
-                    let body = match (&values, schema) {
-                        (Ok(v), Some(s)) => s
-                            .fields
-                            .iter()
-                            .zip(v)
-                            .map(|(f, v)| {
-                                format!("{}: {}", printable(&f.name), printable(&v.to_string()))
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        (Err(e), _) => format!("<{}>", printable(e)),
-                        _ => String::new(),
-                    };
-                    let tn = threads
-                        .borrow()
-                        .get(&record.thread)
-                        .cloned()
-                        .unwrap_or_default();
-                    writeln!(
-                        out,
-                        "{:>14.9}  t{:<3} {:<12} #{:<8} {} {{ {} }}",
-                        h.timestamp as f64 / 1e9,
-                        record.thread,
-                        printable(&tn),
-                        h.seq,
-                        printable(name),
-                        body
-                    )
-                };
-                match r {
-                    Ok(()) => printed += 1,
-                    Err(e) => error = Some(e),
-                }
-            }
+            },
             Item::End(_) => {}
         }
+        ControlFlow::Continue(())
     });
+    if let Some(c) = causal.as_mut() {
+        c.finish(&mut released);
+        for r in released.drain(..) {
+            if printer.printed < limit {
+                let s = schemas.get(&r.header.type_id);
+                printer.record(r.thread, &r.header, s, &r.payload);
+            }
+        }
+        let o = c.order_stats();
+        if o.forced > 0 {
+            eprintln!(
+                "gyr: note: {} events were released without their cause (lost, cut off or switched off)",
+                o.forced
+            );
+        }
+    }
+    let Printer {
+        mut out,
+        wanted_ids,
+        error,
+        ..
+    } = printer;
     if let Some(e) = error {
         return Err(anyhow::Error::from(e).context("writing to stdout").into());
     }

@@ -41,6 +41,10 @@ pub(crate) struct ExportArgs {
     /// The most events the ordering filter holds back before it releases the oldest.
     #[arg(long, value_name = "N", default_value_t = export::DEFAULT_MAX_HELD)]
     max_held: usize,
+    /// Remove from each thread's timeline the time monitoring took (blocked on full rings,
+    /// sensor calls), following the causes between threads; implies --ordered.
+    #[arg(long)]
+    correct: bool,
 }
 
 /// Arguments of `gyr trace import`.
@@ -315,6 +319,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     let options = Options {
         ordered: args.ordered,
         max_held: args.max_held,
+        correct: args.correct,
     };
     let result = export::export_inputs(inputs, args.format, file, options, &mut |p| line.show(p));
     line.done();
@@ -362,6 +367,14 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
                     o.forced - f.stalls.len() as u64
                 );
             }
+        }
+        if let Some(c) = &f.correction {
+            eprintln!(
+                "gyr: corrected {}: {:.3} ms of monitoring removed from its threads; {} waits moved after their corrected cause",
+                f.name,
+                c.removed_ns as f64 / 1e6,
+                c.waits_moved
+            );
         }
     }
     eprintln!(

@@ -443,3 +443,108 @@ fn sddf_and_picl_import_from_the_command_line() {
     );
     assert!(!out.exists());
 }
+
+/// `gyr trace dump --json` of the recording, with `extra` arguments: one JSON value per line.
+fn dump_json(extra: &[&str]) -> Vec<Json> {
+    let trace = recorded().to_str().unwrap();
+    let mut args = vec!["trace", "dump", "--json", trace];
+    args.extend_from_slice(extra);
+    ok(&gyr(&args))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Checks that every acquisition of a mutex comes after the release before it; returns the
+/// records' `(thread, seq)` → `t_ns`.
+fn check_mutex_order(records: &[Json]) -> HashMap<(u64, u64), u64> {
+    let mut released: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut times = HashMap::new();
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    for r in records {
+        let (thread, seq, t) = (
+            r["thread"].as_u64().unwrap(),
+            r["seq"].as_u64().unwrap(),
+            r["t_ns"].as_u64().unwrap(),
+        );
+        times.insert((thread, seq), t);
+        let before = last.insert(thread, t).unwrap_or(0);
+        assert!(t >= before, "thread {thread} went back in time: {r}");
+        let f = &r["fields"];
+        match r["type"].as_str().unwrap() {
+            "gyr.mutex.release" => {
+                released.insert((f["mutex"].as_u64().unwrap(), f["n"].as_u64().unwrap()), t);
+            }
+            "gyr.mutex.acquire" => {
+                let (m, n) = (f["mutex"].as_u64().unwrap(), f["n"].as_u64().unwrap());
+                if n > 1 {
+                    let r0 = released
+                        .get(&(m, n - 1))
+                        .unwrap_or_else(|| panic!("acquisition {n} of {m} before its release"));
+                    assert!(
+                        t >= *r0,
+                        "acquisition {n} of {m} at {t} before release at {r0}"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    times
+}
+
+#[test]
+fn ordered_and_corrected_dumps_stats_and_exports() {
+    let raw = dump_json(&[]);
+    let ordered = dump_json(&["--ordered"]);
+    assert_eq!(raw.len(), ordered.len(), "every record exactly once");
+    check_mutex_order(&ordered);
+
+    let corrected = dump_json(&["--correct"]);
+    assert_eq!(raw.len(), corrected.len());
+    let times = check_mutex_order(&corrected);
+    for r in &raw {
+        let key = (r["thread"].as_u64().unwrap(), r["seq"].as_u64().unwrap());
+        let t = times[&key];
+        assert!(
+            t <= r["t_ns"].as_u64().unwrap(),
+            "corrected later than raw: {r}"
+        );
+    }
+    assert!(corrected.iter().all(|r| r["perturbation_ns"] == 0));
+
+    let trace = recorded().to_str().unwrap();
+    let stats: Json =
+        serde_json::from_str(&ok(&gyr(&["trace", "stats", "--correct", "--json", trace]))).unwrap();
+    let (d, c) = (
+        stats["duration_ns"].as_u64().unwrap(),
+        stats["corrected_duration_ns"].as_u64().unwrap(),
+    );
+    assert!(c > 0 && c <= d, "corrected {c} against {d}");
+    assert!(
+        stats["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["corrected_last_ns"].as_u64() <= t["last_ns"].as_u64())
+    );
+    let text = ok(&gyr(&["trace", "stats", "--correct", trace]));
+    assert!(text.contains("with monitoring's time removed"), "{text}");
+
+    let out = dir().join(format!("corrected-{}.json", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "chrome",
+        "--correct",
+        trace,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("of monitoring removed"), "{err}");
+    let json: Json = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(!json["traceEvents"].as_array().unwrap().is_empty());
+}

@@ -104,6 +104,9 @@ pub struct HubConfig {
     pub record_queue_bytes: usize,
     /// Replay these trace files instead of watching running programs.
     pub replay: Vec<PathBuf>,
+    /// Replay them in causal order with the time monitoring took removed from each thread
+    /// (`gyr trace view --correct`; see `gyr_trace::perturbation`).
+    pub replay_corrected: bool,
     /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
     /// address (and `localhost` on loopback): a tunnel's or a proxy's. Requests naming another
     /// host (`Host`), or coming from a page of another site (`Origin`), are refused.
@@ -125,6 +128,7 @@ impl Default for HubConfig {
             record: None,
             record_queue_bytes: DEFAULT_RECORD_QUEUE_BYTES,
             replay: Vec::new(),
+            replay_corrected: false,
             allow_hosts: Vec::new(),
             limits: gyr_proto::listen::Limits::default(),
         }
@@ -238,7 +242,10 @@ impl Hub {
         let replay = if config.replay.is_empty() {
             None
         } else {
-            Some(replay::Replay::open(&config.replay)?)
+            Some(replay::Replay::open(
+                &config.replay,
+                config.replay_corrected,
+            )?)
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

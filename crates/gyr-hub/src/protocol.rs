@@ -336,6 +336,8 @@ pub struct ReplayState {
     pub paused: bool,
     /// The trace files, and the pid each is shown as.
     pub files: Vec<ReplayFile>,
+    /// Whether the time monitoring took has been removed from the threads' timelines.
+    pub corrected: bool,
 }
 
 /// A replayed trace file.

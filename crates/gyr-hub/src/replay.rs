@@ -10,8 +10,10 @@
 use crate::Shared;
 use crate::program::{Process, Source};
 use crate::protocol::{ReplayFile, ReplayState};
+use gyr_core::RecordHeader;
 use gyr_core::trace::Item;
 use gyr_core::{TraceHeader, TraceReader};
+use gyr_trace::{CausalStream, Released};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -66,6 +68,8 @@ pub(crate) struct Replay {
     changed: Condvar,
     files: Vec<File>,
     duration_ns: u64,
+    /// Whether records are replayed in causal order and corrected for perturbation.
+    corrected: bool,
 }
 
 /// How far a file plays ahead of the clock before a thread waits: coarse enough to feed in
@@ -75,7 +79,7 @@ const SLACK_NS: u64 = 2_000_000;
 impl Replay {
     /// Opens every file and measures the timeline; a file that cannot be read is an error
     /// naming it (a damaged one is replayed for what can be read).
-    pub(crate) fn open(paths: &[PathBuf]) -> Result<Replay, ReplayError> {
+    pub(crate) fn open(paths: &[PathBuf], corrected: bool) -> Result<Replay, ReplayError> {
         let mut files = Vec::new();
         let mut ends = Vec::new();
         for path in paths {
@@ -127,6 +131,7 @@ impl Replay {
             changed: Condvar::new(),
             files,
             duration_ns,
+            corrected,
         })
     }
 
@@ -178,6 +183,7 @@ impl Replay {
                     pid: f.pid,
                 })
                 .collect(),
+            corrected: self.corrected,
         }
     }
 
@@ -281,34 +287,71 @@ fn feed(shared: &Shared, replay: &Replay, f: &File, generation: u64) -> Fed {
     let Ok(mut reader) = TraceReader::open(&f.path) else {
         return Fed::End;
     };
-    let mut outcome = Fed::End;
     // The clock position the thread knows to have reached, so that most records need no lock.
     let mut reached = 0u64;
-    reader.try_for_each_item(|item| {
-        match item {
-            Item::Schema(s) => with_process(shared, f.pid, |p| p.add_schema(s.clone())),
-            Item::Thread(t) => with_process(shared, f.pid, |p| p.add_thread(t)),
-            Item::Record { record, .. } => {
-                let at = f.offset_ns + record.header.timestamp;
-                if at > reached {
-                    match wait_until(replay, at, generation) {
-                        Ok(pos) => reached = pos,
-                        Err(o) => {
-                            outcome = o;
-                            return ControlFlow::Break(());
-                        }
-                    }
-                }
-                with_process(shared, f.pid, |p| {
-                    p.ingest_record(record.thread, &record.header, record.payload)
-                });
-            }
-            Item::End(_) => {}
+    let mut play = |thread: u64, header: &RecordHeader, payload: &[u8]| {
+        let at = f.offset_ns + header.timestamp;
+        if at > reached {
+            reached = wait_until(replay, at, generation)?;
         }
-        ControlFlow::Continue(())
+        with_process(shared, f.pid, |p| p.ingest_record(thread, header, payload));
+        Ok::<(), Fed>(())
+    };
+    // Corrected: through the ordering filter and the corrector first.
+    let mut causal = replay
+        .corrected
+        .then(|| CausalStream::new(CORRECT_MAX_HELD, Some(f.header.sensor_cost_ns)));
+    let mut released: Vec<Released> = Vec::new();
+    let mut outcome = Fed::End;
+    reader.try_for_each_item(|item| {
+        let played = match item {
+            Item::Schema(s) => {
+                if let Some(c) = causal.as_mut() {
+                    c.add_schema(s);
+                }
+                with_process(shared, f.pid, |p| p.add_schema(s.clone()));
+                Ok(())
+            }
+            Item::Thread(t) => {
+                with_process(shared, f.pid, |p| p.add_thread(t));
+                Ok(())
+            }
+            Item::Record { record, .. } => match causal.as_mut() {
+                None => play(record.thread, &record.header, record.payload),
+                Some(c) => {
+                    c.push(record.thread, record.header, record.payload, &mut released);
+                    released
+                        .drain(..)
+                        .try_for_each(|r| play(r.thread, &r.header, &r.payload))
+                }
+            },
+            Item::End(_) => Ok(()),
+        };
+        match played {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(o) => {
+                outcome = o;
+                ControlFlow::Break(())
+            }
+        }
     });
+    if outcome == Fed::End
+        && let Some(c) = causal.as_mut()
+    {
+        // What the filter still holds comes last.
+        c.finish(&mut released);
+        if let Err(o) = released
+            .drain(..)
+            .try_for_each(|r| play(r.thread, &r.header, &r.payload))
+        {
+            outcome = o;
+        }
+    }
     outcome
 }
+
+/// Events the ordering filter of a corrected replay holds back at most.
+const CORRECT_MAX_HELD: usize = 1 << 20;
 
 fn with_process(shared: &Shared, pid: u32, f: impl FnOnce(&mut Process)) {
     shared.programs.with(pid, f);

@@ -307,3 +307,81 @@ fn lost_records(file: &Path) -> (u64, u64) {
     });
     (n, count)
 }
+
+/// A recording of two threads sharing a mutex: thread 1 holds it and blocks 90 ms on its full
+/// ring before releasing it at 100 ms; thread 2 asked for it at 2 ms and gets it just after.
+fn perturbed_recording(dir: &Path) -> PathBuf {
+    let header = gyr_core::TraceHeader {
+        pid: PID + 7,
+        command_line: vec!["perturbed".into()],
+        start_unix_ns: STARTED,
+        ..Default::default()
+    };
+    let mut w = gyr_core::trace::TraceWriter::new(Vec::new(), &header).unwrap();
+    let f = |n: &str| Field::new(n, FieldType::U64);
+    w.schema(&Schema::new(1, "gyr.mutex.request", vec![f("mutex")]).unwrap())
+        .unwrap();
+    for (id, name) in [(2, "gyr.mutex.acquire"), (3, "gyr.mutex.release")] {
+        w.schema(&Schema::new(id, name, vec![f("mutex"), f("n")]).unwrap())
+            .unwrap();
+    }
+    for t in [1, 2] {
+        w.thread(&ThreadInfo {
+            id: t,
+            name: format!("t{t}"),
+            os_tid: t,
+        })
+        .unwrap();
+    }
+    let two = |a: u64, b: u64| [a.to_le_bytes(), b.to_le_bytes()].concat();
+    let ms = 1_000_000;
+    let mut r = Vec::new();
+    push_record(&mut r, 2, ms, 1, 0, &two(9, 1));
+    push_record(&mut r, 3, 100 * ms, 2, 90 * ms, &two(9, 1));
+    w.records(1, &r).unwrap();
+    let mut r = Vec::new();
+    push_record(&mut r, 1, 2 * ms, 1, 0, &9u64.to_le_bytes());
+    push_record(&mut r, 2, 100 * ms + 100_000, 2, 0, &two(9, 2));
+    push_record(&mut r, 3, 101 * ms, 3, 0, &two(9, 2));
+    w.records(2, &r).unwrap();
+    let path = dir.join("perturbed.gyr");
+    std::fs::write(&path, w.finish(&TraceEnd::default()).unwrap()).unwrap();
+    path
+}
+
+/// The latest time of the replayed program's life-time view, once it took in every event.
+fn replayed_end(file: &Path, corrected: bool) -> f64 {
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        socket_dir: file.with_extension("sockets"),
+        discover: false,
+        replay: vec![file.to_owned()],
+        replay_corrected: corrected,
+        ..Default::default()
+    })
+    .unwrap();
+    hub.replay_command("pause", None).unwrap();
+    hub.replay_command("seek", Some(f64::MAX)).unwrap();
+    wait_for("the replay's five thread events", || {
+        let r = common::http_get(hub.addr(), &format!("/api/timeline?pid={}", PID + 7));
+        let body = r.split("\r\n\r\n").nth(1).unwrap_or("");
+        let tile: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        (tile["events"] == 5).then(|| tile["now_s"].as_f64().unwrap())
+    })
+}
+
+#[test]
+fn a_corrected_replay_takes_the_blocked_time_out_of_both_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = perturbed_recording(dir.path());
+    let raw = replayed_end(&file, false);
+    assert!((raw - 0.101).abs() < 1e-6, "raw end {raw}");
+    // Thread 1 releases at 10 ms once its 90 ms are removed; thread 2, which waited for that
+    // release, gets the mutex 0.1 ms later and holds it 0.9 ms.
+    let corrected = replayed_end(&file, true);
+    assert!(
+        (corrected - 0.011).abs() < 1e-6,
+        "corrected end {corrected}"
+    );
+}

@@ -1,17 +1,21 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod causal_stream;
 pub mod export;
 pub mod import;
 pub mod info;
 pub mod order;
+pub mod perturbation;
 pub mod sync_events;
 pub mod timeline;
 
+pub use causal_stream::{CausalStream, Released};
 pub use export::{Format, Options, Report, export, export_files};
 pub use import::{ImportError, ImportFormat, ImportReport};
 pub use info::TraceInfo;
 pub use order::{Event, Need, OrderFilter, OrderStats, Stall, SyncEvent};
+pub use perturbation::{CorrectionStats, Corrector};
 pub use sync_events::{SyncDecoder, ViewEvent, WaitOn};
 pub use timeline::{Arrow, ArrowKind, Run, Segment, State, Tile, Timeline};
 

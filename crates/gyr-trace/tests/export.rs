@@ -629,6 +629,7 @@ fn the_ordered_export_puts_causes_first() {
     let (ordered, report) = order(Options {
         ordered: true,
         max_held: 16,
+        ..Options::default()
     });
     let expected = [
         ("gyr.thread.fork", "1"),

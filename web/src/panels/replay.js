@@ -22,7 +22,9 @@ function draw() {
   setText($('replay-time'), `${clock(scrubbing ? Number(pos.value) : r.position_s)} / ${clock(r.duration_s)}`);
   const speed = $('replay-speed');
   if (document.activeElement !== speed) speed.value = String(r.speed);
-  setText($('replay-files'), r.files.map((f) => f.path.split('/').pop()).join(', '));
+  const names = r.files.map((f) => f.path.split('/').pop()).join(', ');
+  // Corrected (`gyr trace view --correct`): the times shown are not the raw ones.
+  setText($('replay-files'), r.corrected ? `${names} · corrected: monitoring time removed` : names);
 }
 
 $('replay-play').onclick = () => send({ op: 'replay', action: S.replay && S.replay.paused ? 'play' : 'pause' });

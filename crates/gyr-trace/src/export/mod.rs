@@ -34,6 +34,7 @@ pub mod sddf;
 pub(crate) mod timeline;
 
 use crate::order::{Event, OrderFilter, OrderStats, Stall};
+use crate::perturbation::{CorrectionStats, Corrector};
 use crate::sync_events::SyncDecoder;
 use gyr_core::ThreadInfo;
 use gyr_core::record::RecordHeader;
@@ -112,6 +113,9 @@ pub struct Options {
     /// The most events the ordering filter holds back; past that it releases the oldest
     /// without its cause and reports a stall.
     pub max_held: usize,
+    /// Remove from each thread's timeline the time monitoring took (see
+    /// [`crate::perturbation`]); implies `ordered`, since the correction follows causes.
+    pub correct: bool,
 }
 
 impl Default for Options {
@@ -119,6 +123,7 @@ impl Default for Options {
         Options {
             ordered: false,
             max_held: DEFAULT_MAX_HELD,
+            correct: false,
         }
     }
 }
@@ -154,6 +159,8 @@ pub struct FileReport {
     pub order: Option<OrderStats>,
     /// The first stalls of the ordering filter (events released without their cause).
     pub stalls: Vec<Stall>,
+    /// What the perturbation correction did, when the export was corrected.
+    pub correction: Option<CorrectionStats>,
 }
 
 /// What an export did.
@@ -406,7 +413,10 @@ fn run<R: Read + Seek, C: Consumer>(
             offset_ns,
         })?;
         let mut error: Option<io::Error> = None;
-        let mut order = options.ordered.then(|| {
+        let mut corrector = options
+            .correct
+            .then(|| Corrector::new(header.sensor_cost_ns));
+        let mut order = (options.ordered || options.correct).then(|| {
             (
                 OrderFilter::<Held>::new(options.max_held),
                 SyncDecoder::new(),
@@ -423,6 +433,9 @@ fn run<R: Read + Seek, C: Consumer>(
                 Item::Schema(s) => {
                     if let Some((_, decoder)) = order.as_mut() {
                         decoder.add_schema(s);
+                    }
+                    if let Some(c) = corrector.as_mut() {
+                        c.add_schema(s);
                     }
                     consumer.schema(s)
                 }
@@ -458,8 +471,7 @@ fn run<R: Read + Seek, C: Consumer>(
                             let mut result = Ok(());
                             filter.push(event, &mut |e| {
                                 if result.is_ok() {
-                                    result =
-                                        consumer.record(e.thread, &e.data.header, &e.data.payload);
+                                    result = deliver(consumer, corrector.as_mut(), e);
                                 }
                             });
                             keep_stalls(&mut stalls, filter.take_stalls());
@@ -473,7 +485,7 @@ fn run<R: Read + Seek, C: Consumer>(
                     if let Some((filter, _)) = order.as_mut() {
                         filter.finish(&mut |e| {
                             if result.is_ok() {
-                                result = consumer.record(e.thread, &e.data.header, &e.data.payload);
+                                result = deliver(consumer, corrector.as_mut(), e);
                             }
                         });
                         keep_stalls(&mut stalls, filter.take_stalls());
@@ -497,7 +509,7 @@ fn run<R: Read + Seek, C: Consumer>(
             let mut result = Ok(());
             filter.finish(&mut |e| {
                 if result.is_ok() {
-                    result = consumer.record(e.thread, &e.data.header, &e.data.payload);
+                    result = deliver(consumer, corrector.as_mut(), e);
                 }
             });
             result?;
@@ -510,6 +522,7 @@ fn run<R: Read + Seek, C: Consumer>(
             summary: input.reader.summary().clone(),
             order: order_stats,
             stalls,
+            correction: corrector.map(|c| c.stats()),
         });
         progress(&Progress {
             file: index,
@@ -523,6 +536,19 @@ fn run<R: Read + Seek, C: Consumer>(
     consumer.finish()?;
     report.events = consumer.events();
     Ok(report)
+}
+
+/// Writes an event the ordering filter released, corrected if asked.
+fn deliver<C: Consumer>(
+    consumer: &mut C,
+    corrector: Option<&mut Corrector>,
+    e: Event<Held>,
+) -> io::Result<()> {
+    let mut header = e.data.header;
+    if let Some(c) = corrector {
+        c.correct(e.thread, &mut header, &e.data.payload);
+    }
+    consumer.record(e.thread, &header, &e.data.payload)
 }
 
 fn keep_stalls(kept: &mut Vec<Stall>, new: Vec<Stall>) {
