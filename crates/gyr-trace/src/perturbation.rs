@@ -4,8 +4,10 @@
 //!
 //! Every record carries Falcon's perturbation field: the time its thread has spent so far
 //! waiting for room in a full ring (measured). Every sensor call also costs a fixed amount,
-//! measured once at start-up and stored in the trace header (`sensor_cost_ns`), so by record
-//! `seq` of a thread, monitoring has taken it `perturbation + seq × sensor_cost_ns`.
+//! measured once at start-up and stored in the trace header (`sensor_cost_ns`). A sensor
+//! reads the clock first, then writes, waiting for room if it must: a record's own wait and
+//! cost come *after* its timestamp. So by the timestamp of record `seq`, monitoring has taken
+//! its thread the previous record's perturbation plus `(seq − 1) × sensor_cost_ns`.
 //!
 //! # Removing it (Malony, Reed and Wijshoff's event-based perturbation analysis)
 //!
@@ -79,8 +81,10 @@ impl Recent {
 struct Clock {
     raw: u64,
     corrected: u64,
-    /// Monitoring's cumulative cost to the thread by that event, ns.
+    /// Monitoring's cumulative cost to the thread by that event's timestamp, ns.
     overhead: u64,
+    /// The event's perturbation field: blocked time up to the next event's timestamp.
+    blocked: u64,
     /// Whether the thread was waiting (for a lock, condition, join or barrier) after it.
     waiting: bool,
 }
@@ -153,10 +157,10 @@ impl Corrector {
         s
     }
 
-    /// Monitoring's cumulative cost to a thread by the record `h`, ns.
-    fn overhead(&self, h: &RecordHeader) -> u64 {
-        h.perturbation
-            .saturating_add((h.seq as f64 * self.sensor_cost_ns) as u64)
+    /// Monitoring's cumulative cost to a thread by the timestamp of record `h`, ns, given the
+    /// blocked time its previous record reported.
+    fn overhead(&self, h: &RecordHeader, blocked_before: u64) -> u64 {
+        blocked_before.saturating_add((h.seq.saturating_sub(1) as f64 * self.sensor_cost_ns) as u64)
     }
 
     /// Takes the next record of a causally ordered stream and rewrites its header: the
@@ -164,9 +168,12 @@ impl Corrector {
     pub fn correct(&mut self, thread: u64, h: &mut RecordHeader, payload: &[u8]) {
         self.stats.events += 1;
         let raw = h.timestamp;
-        let overhead = self.overhead(h);
         let view = self.decoder.view(h.type_id, payload);
         let last = self.threads.get(&thread).copied();
+        // A thread's first record waited after its timestamp, if at all; a first record seen
+        // late (the stream was joined while the program ran) carries the waits before it.
+        let first = if h.seq <= 1 { 0 } else { h.perturbation };
+        let overhead = self.overhead(h, last.map_or(first, |c| c.blocked));
         // The first rule: the thread's own time since its last event, less monitoring's.
         let local = match last {
             Some(c) => {
@@ -210,6 +217,7 @@ impl Corrector {
                 raw,
                 corrected,
                 overhead,
+                blocked: h.perturbation,
                 waiting,
             },
             &mut self.stats.forgotten,
@@ -367,17 +375,21 @@ mod tests {
     fn a_thread_alone_loses_its_blocked_time_and_sensor_cost() {
         let mut c = corrector(10.0);
         let p = 0u64.to_le_bytes();
-        assert_eq!(at(&mut c, 1, 9, 1_000, 1, 0, &p), 990);
-        // 1000 ns later, of which 300 blocked on a full ring and 10 the sensor call.
-        assert_eq!(at(&mut c, 1, 9, 2_000, 2, 300, &p), 990 + 690);
+        assert_eq!(at(&mut c, 1, 9, 1_000, 1, 0, &p), 1_000);
+        // The second record waited 300 ns for room after its timestamp (its cumulative
+        // perturbation says so); the first sensor call cost 10 ns.
+        assert_eq!(at(&mut c, 1, 9, 2_000, 2, 300, &p), 1_990);
+        // 1000 ns later, of which 300 blocked and 10 the second sensor call.
+        assert_eq!(at(&mut c, 1, 9, 3_000, 3, 300, &p), 1_990 + 690);
         assert_eq!(c.stats().removed_ns, 320);
     }
 
     #[test]
     fn a_waiter_follows_the_corrected_release_it_waited_for() {
         let mut c = corrector(0.0);
-        // Thread 1 holds the mutex; it blocks 5000 ns on its ring before releasing at 10 000.
-        assert_eq!(at(&mut c, 1, 2, 1_000, 1, 0, &two(7, 1)), 1_000);
+        // Thread 1 holds the mutex; its acquisition's record waits 5000 ns for room in its
+        // ring, and it releases at 10 000.
+        assert_eq!(at(&mut c, 1, 2, 1_000, 1, 5_000, &two(7, 1)), 1_000);
         assert_eq!(at(&mut c, 1, 3, 10_000, 2, 5_000, &two(7, 1)), 5_000);
         // Thread 2 asked at 2000 and got the mutex 100 ns after the raw release.
         assert_eq!(at(&mut c, 2, 1, 2_000, 1, 0, &7u64.to_le_bytes()), 2_000);
@@ -393,14 +405,14 @@ mod tests {
         at(&mut c, 1, 2, 1_000, 1, 0, &two(7, 1));
         at(&mut c, 1, 3, 3_000, 2, 0, &two(7, 1));
         // Thread 2 was slowed by 2500 ns of blocking before it took the free mutex at 3 100.
-        at(&mut c, 2, 9, 100, 1, 0, &0u64.to_le_bytes());
+        at(&mut c, 2, 9, 100, 1, 2_500, &0u64.to_le_bytes());
         assert_eq!(at(&mut c, 2, 2, 3_100, 2, 2_500, &two(7, 2)), 3_000);
     }
 
     #[test]
     fn a_child_starts_its_creation_latency_after_the_corrected_fork() {
         let mut c = corrector(0.0);
-        at(&mut c, 1, 9, 1_000, 1, 0, &0u64.to_le_bytes());
+        at(&mut c, 1, 9, 1_000, 1, 3_000, &0u64.to_le_bytes());
         assert_eq!(
             at(&mut c, 1, 4, 5_000, 2, 3_000, &2u64.to_le_bytes()),
             2_000
@@ -510,10 +522,12 @@ mod tests {
         let p = 0u64.to_le_bytes();
         let mut blocked = 0;
         for seq in 1..=1000u64 {
+            // Waits up to this record's timestamp, and its own, after it.
+            let before = blocked;
             blocked += seq % 13;
             let raw = seq * 1_000;
             let at = at(&mut c, 4, 9, raw, seq, blocked, &p);
-            assert_eq!(raw - at, blocked + seq * 7);
+            assert_eq!(raw - at, before + (seq - 1) * 7);
         }
     }
 }
