@@ -85,6 +85,12 @@ impl Lifetimes {
         self.timeline.name_thread(thread, name);
     }
 
+    /// A thread's role, as the program's stream describes the thread (for a hub that attached
+    /// after its `gyr.thread.role` record).
+    pub(crate) fn set_role(&mut self, thread: u64, role: &str, index: u64) {
+        self.timeline.set_role(thread, role, index);
+    }
+
     /// Takes in one record of the program's stream, if it is a thread event.
     pub(crate) fn record(&mut self, thread: u64, h: &RecordHeader, payload: &[u8]) {
         if !self.timeline.wants(h.type_id) {
