@@ -695,7 +695,31 @@ hold_back_ratio: number,
 /**
  * Events released without their cause (a thread stalled or an event was lost).
  */
-forced: number, };
+forced: number, 
+/**
+ * Old segments of long lives forgotten to stay within the hub's bound: views of the
+ * busiest threads start later.
+ */
+segments_forgotten: number, 
+/**
+ * Lives of ended threads forgotten to make room for new threads (their rows are gone).
+ */
+threads_forgotten: number, 
+/**
+ * Thread events not drawn: their threads came when `thread_limit` threads were shown and
+ * too few had ended.
+ */
+events_not_drawn: number, 
+/**
+ * The most threads the view keeps.
+ */
+thread_limit: number, 
+/**
+ * Locks, conditions, barriers, forks and exits whose state was forgotten to stay within
+ * the hub's bound: a later event of one may be released without its cause, or drawn
+ * without its arrow.
+ */
+objects_forgotten: number, };
 
 /**
  * A row of the life-time view.

@@ -315,6 +315,7 @@ async fn simulated_process(
                     id: 1,
                     name: "main".into(),
                     os_tid: u64::from(pid),
+                    ..Default::default()
                 }]
             } else {
                 Vec::new()

@@ -117,6 +117,7 @@ async fn feed(addr: String, stop: Arc<AtomicBool>) -> anyhow::Result<u64> {
                         id: i + 1,
                         name: format!("worker-{i}"),
                         os_tid: i + 1,
+                        ..Default::default()
                     })
                     .collect()
             } else {

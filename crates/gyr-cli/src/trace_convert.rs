@@ -361,6 +361,12 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
                     st.held
                 );
             }
+            if o.threads_forgotten > 0 || o.objects_forgotten > 0 {
+                eprintln!(
+                    "gyr:   to stay within its bounds the filter forgot {} idle threads and the state of {} objects",
+                    o.threads_forgotten, o.objects_forgotten
+                );
+            }
             if o.forced > f.stalls.len() as u64 {
                 eprintln!(
                     "gyr:   ... and {} more stalls",

@@ -168,6 +168,9 @@ impl Process {
         }
         for t in &b.threads {
             self.add_thread(&gyr_proto::stream::thread(t));
+            if let Some((role, index)) = gyr_proto::stream::thread_role(t) {
+                self.lifetimes.set_role(t.id, role, index);
+            }
         }
         let before = self.received;
         for block in &b.blocks {
@@ -428,6 +431,7 @@ pub(crate) mod tests {
                 id: 1,
                 name: "main".into(),
                 os_tid: 1,
+                ..Default::default()
             }],
             blocks: vec![v1::RecordBlock {
                 thread: 1,

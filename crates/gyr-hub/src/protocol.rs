@@ -426,6 +426,20 @@ pub struct TimelineTile {
     pub hold_back_ratio: f64,
     /// Events released without their cause (a thread stalled or an event was lost).
     pub forced: u64,
+    /// Old segments of long lives forgotten to stay within the hub's bound: views of the
+    /// busiest threads start later.
+    pub segments_forgotten: u64,
+    /// Lives of ended threads forgotten to make room for new threads (their rows are gone).
+    pub threads_forgotten: u64,
+    /// Thread events not drawn: their threads came when `thread_limit` threads were shown and
+    /// too few had ended.
+    pub events_not_drawn: u64,
+    /// The most threads the view keeps.
+    pub thread_limit: u32,
+    /// Locks, conditions, barriers, forks and exits whose state was forgotten to stay within
+    /// the hub's bound: a later event of one may be released without its cause, or drawn
+    /// without its arrow.
+    pub objects_forgotten: u64,
 }
 
 /// A row of the life-time view.

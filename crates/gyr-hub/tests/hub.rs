@@ -234,3 +234,74 @@ async fn ws_text(ws: &mut Ws, text: &str) {
         }
     }
 }
+
+const ROLE_CHILD: &str = "GYR_TEST_HUB_ROLE_CHILD";
+
+/// A program whose worker names its role, then locks a mutex in a loop; once the role's
+/// record has gone through the monitors (and, with no consumer attached, nowhere), it writes
+/// the file named by `ROLE_CHILD`.
+fn role_program(ready: &str) -> ! {
+    let _rt = gyr::init().expect("start gyr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Never joined: the program runs until the test kills it.
+    drop(gyr::thread::spawn(move || {
+        gyr::thread::set_role("worker", 3);
+        tx.send(()).unwrap();
+        let lock = gyr::sync::Mutex::new(0u64);
+        loop {
+            *lock.lock().unwrap() += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }));
+    rx.recv().unwrap();
+    assert!(gyr::flush(), "the monitors made a pass");
+    std::fs::write(ready, "").unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// A hub attaching after a thread named its role still groups the thread's row by the role:
+/// the program describes its threads with their roles to every new consumer.
+#[test]
+fn a_hub_attaching_late_learns_the_roles_named_before() {
+    if let Some(ready) = std::env::var_os(ROLE_CHILD) {
+        role_program(ready.to_str().unwrap());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_hub_attaching_late_learns_the_roles_named_before",
+            "--nocapture",
+        ])
+        .env(ROLE_CHILD, &ready)
+        .env("GYR_SOCKET_DIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let program = Program(child);
+    let pid = program.0.id();
+    wait_for("the program to name its role", || {
+        ready.exists().then_some(())
+    });
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        socket_dir: dir.path().to_owned(),
+        ..Default::default()
+    })
+    .unwrap();
+    let tile = wait_for("the worker's row in the life-time view", || {
+        let r = http_get(hub.addr(), &format!("/api/timeline?pid={pid}&w=100"));
+        let body = r.split_once("\r\n\r\n")?.1.to_owned();
+        let tile: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let rows = tile["rows"].as_array()?;
+        rows.iter()
+            .any(|r| r["label"] == "worker 3")
+            .then_some(tile)
+    });
+    assert_eq!(tile["events_not_drawn"], 0);
+}

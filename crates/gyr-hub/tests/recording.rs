@@ -309,7 +309,7 @@ fn lost_records(file: &Path) -> (u64, u64) {
 }
 
 /// A recording of two threads sharing a mutex: thread 1 holds it and blocks 90 ms on its full
-/// ring before releasing it at 100 ms; thread 2 asked for it at 2 ms and gets it just after.
+/// ring (after recording the acquisition) before releasing it at 100 ms; thread 2 asked for it at 2 ms and gets it just after.
 fn perturbed_recording(dir: &Path) -> PathBuf {
     let header = gyr_core::TraceHeader {
         pid: PID + 7,
@@ -336,7 +336,8 @@ fn perturbed_recording(dir: &Path) -> PathBuf {
     let two = |a: u64, b: u64| [a.to_le_bytes(), b.to_le_bytes()].concat();
     let ms = 1_000_000;
     let mut r = Vec::new();
-    push_record(&mut r, 2, ms, 1, 0, &two(9, 1));
+    // The acquisition's record waited 90 ms for room after its timestamp.
+    push_record(&mut r, 2, ms, 1, 90 * ms, &two(9, 1));
     push_record(&mut r, 3, 100 * ms, 2, 90 * ms, &two(9, 1));
     w.records(1, &r).unwrap();
     let mut r = Vec::new();

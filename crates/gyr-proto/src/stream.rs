@@ -42,7 +42,25 @@ pub fn wire_thread(t: &ThreadInfo) -> v1::ThreadInfo {
         id: t.id,
         name: t.name.clone(),
         os_tid: t.os_tid,
+        role: None,
+        role_index: None,
     }
+}
+
+/// A thread as the stream carries it, with the role and index it named, if it did.
+pub fn wire_thread_with_role(t: &ThreadInfo, role: Option<(&str, u64)>) -> v1::ThreadInfo {
+    let mut w = wire_thread(t);
+    if let Some((role, index)) = role {
+        w.role = Some(role.to_owned());
+        w.role_index = Some(index);
+    }
+    w
+}
+
+/// The role and index a thread from the stream named, if it did (a sender older than roles
+/// in descriptions sends none: its consumers learn roles from `gyr.thread.role` records only).
+pub fn thread_role(t: &v1::ThreadInfo) -> Option<(&str, u64)> {
+    Some((t.role.as_deref()?, t.role_index.unwrap_or(0)))
 }
 
 /// A thread from the stream.

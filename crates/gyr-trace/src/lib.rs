@@ -14,10 +14,12 @@ pub use causal_stream::{CausalStream, Released};
 pub use export::{Format, Options, Report, export, export_files};
 pub use import::{ImportError, ImportFormat, ImportReport};
 pub use info::TraceInfo;
-pub use order::{Event, Need, OrderFilter, OrderStats, Stall, SyncEvent};
+pub use order::{Event, Need, OrderFilter, OrderSizes, OrderStats, Stall, SyncEvent};
 pub use perturbation::{CorrectionStats, Corrector};
 pub use sync_events::{SyncDecoder, ViewEvent, WaitOn};
-pub use timeline::{Arrow, ArrowKind, Run, Segment, State, Tile, Timeline};
+pub use timeline::{
+    Arrow, ArrowKind, Forgotten, Run, Segment, State, Tile, Timeline, TimelineSizes,
+};
 
 /// Imports `input` (in `format`) into a gyr trace written to `out`; `source` names the input
 /// in the trace's header when the input has no header of its own.

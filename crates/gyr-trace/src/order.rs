@@ -37,6 +37,22 @@
 //! [`OrderFilter::release_held_before`] what has been held since before a given arrival (the
 //! hub's rule: at most about a second, for streams joined while the program ran).
 //!
+//! A stream can also name any number of threads and objects (a crafted one, or a program
+//! running for days), and the filter's state per thread and per object is bounded too:
+//! - at most `max_threads` queue slots ([`OrderFilter::limit_threads`]). A thread holding
+//!   nothing costs nothing to forget (its next event opens a slot again, and per-thread order
+//!   needs only what is held), so past the bound the idle threads' slots are given back; if
+//!   too few are idle, the events held longest are released under the stall rule above until
+//!   a quarter of the slots are free. Counted in [`OrderStats::threads_forgotten`].
+//! - at most `max_objects` objects' state ([`OrderFilter::limit_objects`]): forks and exits
+//!   passed, each mutex's and condition's count, each barrier generation's arrivals. Past the
+//!   bound the least recently changed half of those nobody waits on is forgotten; an event
+//!   that needed a forgotten cause is held and then released under the stall rule. Counted in
+//!   [`OrderStats::objects_forgotten`].
+//!
+//! Finding the event held longest costs O(1) amortised (a queue of held events in arrival
+//! order), so neither bound makes a crafted stream expensive.
+//!
 //! # Hold-back ratio
 //!
 //! Falcon measured how misordered a stream is by its hold-back ratio: the times events were
@@ -44,9 +60,14 @@
 
 use std::collections::VecDeque;
 
+/// Threads the filter keeps a queue for, unless told otherwise ([`OrderFilter::limit_threads`]).
+pub const DEFAULT_MAX_THREADS: usize = 1 << 16;
+/// Objects whose state the filter keeps, unless told otherwise
+/// ([`OrderFilter::limit_objects`]).
+pub const DEFAULT_MAX_OBJECTS: usize = 1 << 20;
+
 /// Hash maps with a fast hasher: the filter looks up a thread and an object per event.
 type Map<K, V> = foldhash::HashMap<K, V>;
-type Set<K> = foldhash::HashSet<K>;
 
 /// The thread-level meaning of an event, as far as ordering is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +156,25 @@ pub struct OrderStats {
     pub peak_held: usize,
     /// Events released without their cause (see [`Stall`]).
     pub forced: u64,
+    /// Idle threads' queue slots given back to stay within `max_threads` (nothing is lost:
+    /// their next events open a slot again).
+    pub threads_forgotten: u64,
+    /// Objects' state forgotten to stay within `max_objects`.
+    pub objects_forgotten: u64,
+}
+
+/// How much per-thread and per-object state a filter keeps now (see
+/// [`OrderFilter::sizes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderSizes {
+    /// Threads with a queue slot.
+    pub threads: usize,
+    /// Queue slots allocated (in use or free).
+    pub slots: usize,
+    /// Objects whose state is kept (forks, exits, mutexes, conditions, barrier generations).
+    pub objects: usize,
+    /// Entries in the queue of held events by arrival.
+    pub arrivals: usize,
 }
 
 impl OrderStats {
@@ -177,17 +217,21 @@ impl Need {
     }
 }
 
-/// What has been released so far, per object.
+/// What has been released so far, per object; each with the arrival number of its last
+/// change, so that the least recently changed can be forgotten.
 #[derive(Debug, Default)]
 struct Released {
-    forked: Set<u64>,
-    exited: Set<u64>,
+    /// Children whose fork has passed and who have not begun yet.
+    forked: Map<u64, u64>,
+    exited: Map<u64, u64>,
     /// Per mutex, the highest `n` whose release has passed, and who waits for which.
     mutex: Map<u64, Counted>,
     /// Per condition, the highest signal number passed (signals pass in order), and waiters.
     cond: Map<u64, Counted>,
     /// Per barrier generation, the arrivals passed.
-    arrivals: Map<(u64, u64), u32>,
+    arrivals: Map<(u64, u64), (u32, u64)>,
+    /// The arrival number of the event being handled.
+    now: u64,
 }
 
 impl Released {
@@ -219,8 +263,8 @@ impl Released {
 
     fn met(&self, need: Need) -> bool {
         match need {
-            Need::Fork { child } => self.forked.contains(&child),
-            Need::Exit { thread } => self.exited.contains(&thread),
+            Need::Fork { child } => self.forked.contains_key(&child),
+            Need::Exit { thread } => self.exited.contains_key(&thread),
             Need::Release { mutex, n } => self.mutex.get(&mutex).is_some_and(|c| c.count >= n),
             Need::Signal { cond, n } => self.cond.get(&cond).is_some_and(|c| c.count >= n),
             Need::Arrivals {
@@ -230,35 +274,42 @@ impl Released {
             } => self
                 .arrivals
                 .get(&(barrier, generation))
-                .is_some_and(|&a| a >= parties),
+                .is_some_and(|&(a, _)| a >= parties),
         }
     }
 
     /// Records a released event of `thread`; returns the key whose waiters may now pass, and
     /// adds counted objects' waiters that may to `woken`.
     fn pass(&mut self, thread: u64, kind: SyncEvent, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
+        let now = self.now;
         match kind {
+            SyncEvent::ThreadBegin { .. } => {
+                // A thread begins once: its fork is needed no more.
+                self.forked.remove(&thread);
+                None
+            }
             SyncEvent::Exit => {
-                self.exited.insert(thread);
+                self.exited.insert(thread, now);
                 Some(Key::Exit(thread))
             }
             SyncEvent::Fork { child } => {
-                self.forked.insert(child);
+                self.forked.insert(child, now);
                 Some(Key::Fork(child))
             }
             SyncEvent::MutexRelease { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, Key::Release, woken);
+                raise(&mut self.mutex, mutex, n, now, Key::Release, woken);
                 None
             }
             SyncEvent::CondSignal { cond, n } => {
-                raise(&mut self.cond, cond, n, Key::Signal, woken);
+                raise(&mut self.cond, cond, n, now, Key::Signal, woken);
                 None
             }
             SyncEvent::BarrierArrive {
                 barrier,
                 generation,
             } => {
-                *self.arrivals.entry((barrier, generation)).or_default() += 1;
+                let a = self.arrivals.entry((barrier, generation)).or_default();
+                *a = (a.0.saturating_add(1), now);
                 Some(Key::Barrier(barrier, generation))
             }
             _ => None,
@@ -267,19 +318,20 @@ impl Released {
 
     /// Records `need` as met, for an event released without its cause.
     fn assume(&mut self, need: Need, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
+        let now = self.now;
         match need {
             Need::Fork { child } => {
-                self.forked.insert(child);
+                self.forked.insert(child, now);
             }
             Need::Exit { thread } => {
-                self.exited.insert(thread);
+                self.exited.insert(thread, now);
             }
             Need::Release { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, Key::Release, woken);
+                raise(&mut self.mutex, mutex, n, now, Key::Release, woken);
                 return None;
             }
             Need::Signal { cond, n } => {
-                raise(&mut self.cond, cond, n, Key::Signal, woken);
+                raise(&mut self.cond, cond, n, now, Key::Signal, woken);
                 return None;
             }
             Need::Arrivals {
@@ -288,10 +340,44 @@ impl Released {
                 parties,
             } => {
                 let a = self.arrivals.entry((barrier, generation)).or_default();
-                *a = (*a).max(parties);
+                *a = (a.0.max(parties), now);
             }
         }
         Some(need.key())
+    }
+
+    /// Objects whose state is kept.
+    fn objects(&self) -> usize {
+        self.forked.len()
+            + self.exited.len()
+            + self.mutex.len()
+            + self.cond.len()
+            + self.arrivals.len()
+    }
+
+    /// Forgets the least recently changed half (at least) of the objects nobody waits on;
+    /// returns how many were forgotten. Linear in the objects, so called only when their
+    /// number has doubled since the last time or so.
+    fn forget_oldest_half(&mut self) -> usize {
+        let idle = |c: &Counted| c.waiters.is_empty();
+        let mut stamps: Vec<u64> = Vec::with_capacity(self.objects());
+        stamps.extend(self.forked.values().copied());
+        stamps.extend(self.exited.values().copied());
+        stamps.extend(self.mutex.values().filter(|c| idle(c)).map(|c| c.used));
+        stamps.extend(self.cond.values().filter(|c| idle(c)).map(|c| c.used));
+        stamps.extend(self.arrivals.values().map(|&(_, used)| used));
+        if stamps.is_empty() {
+            return 0;
+        }
+        let mid = stamps.len() / 2;
+        let (_, &mut cut, _) = stamps.select_nth_unstable(mid);
+        let before = self.objects();
+        self.forked.retain(|_, used| *used > cut);
+        self.exited.retain(|_, used| *used > cut);
+        self.mutex.retain(|_, c| !idle(c) || c.used > cut);
+        self.cond.retain(|_, c| !idle(c) || c.used > cut);
+        self.arrivals.retain(|_, (_, used)| *used > cut);
+        before - self.objects()
     }
 }
 
@@ -301,6 +387,8 @@ impl Released {
 #[derive(Debug, Default)]
 struct Counted {
     count: u64,
+    /// The arrival number of the last raise.
+    used: u64,
     /// `(n, slot)`: the queue in `slot` waits for number `n`.
     waiters: Vec<(u64, u32)>,
 }
@@ -310,10 +398,12 @@ fn raise(
     counts: &mut Map<u64, Counted>,
     object: u64,
     n: u64,
+    now: u64,
     key: fn(u64, u64) -> Key,
     woken: &mut Vec<(Key, u32)>,
 ) {
     let c = counts.entry(object).or_default();
+    c.used = now;
     if n <= c.count {
         return;
     }
@@ -345,6 +435,8 @@ struct Queue<T> {
 #[derive(Debug)]
 pub struct OrderFilter<T> {
     max_held: usize,
+    max_threads: usize,
+    max_objects: usize,
     released: Released,
     /// Each thread's queue, by slot; slots of exited threads are reused.
     queues: Vec<Queue<T>>,
@@ -359,6 +451,11 @@ pub struct OrderFilter<T> {
     woken: Vec<(Key, u32)>,
     /// Slots to examine again, from objects that changed.
     ready: Vec<u32>,
+    /// `(arrival, slot)` of every event held, in arrival order, so that the one held longest
+    /// is found at once. Entries of events since released are dropped when they reach the
+    /// front (an entry is current while its event heads its queue there), and the whole queue
+    /// is rebuilt when such entries outnumber the held events.
+    arrivals: VecDeque<(u64, u32)>,
     stats: OrderStats,
     stalls: VecDeque<Stall>,
 }
@@ -367,10 +464,13 @@ pub struct OrderFilter<T> {
 const KEPT_STALLS: usize = 1024;
 
 impl<T> OrderFilter<T> {
-    /// A filter that holds at most `max_held` events (at least 1).
+    /// A filter that holds at most `max_held` events (at least 1), and keeps the state of at
+    /// most [`DEFAULT_MAX_THREADS`] threads and [`DEFAULT_MAX_OBJECTS`] objects.
     pub fn new(max_held: usize) -> Self {
         OrderFilter {
             max_held: max_held.max(1),
+            max_threads: DEFAULT_MAX_THREADS,
+            max_objects: DEFAULT_MAX_OBJECTS,
             released: Released::default(),
             queues: Vec::new(),
             slots: Map::default(),
@@ -380,8 +480,32 @@ impl<T> OrderFilter<T> {
             spare: Vec::new(),
             woken: Vec::new(),
             ready: Vec::new(),
+            arrivals: VecDeque::new(),
             stats: OrderStats::default(),
             stalls: VecDeque::new(),
+        }
+    }
+
+    /// Keeps a queue for at most `max` threads (at least 4): past that, idle threads are
+    /// forgotten, and if too few are idle the events held longest are released without their
+    /// causes (see the module doc).
+    pub fn limit_threads(&mut self, max: usize) {
+        self.max_threads = max.max(4);
+    }
+
+    /// Keeps the state of at most `max` objects (at least 16) besides those waited on: past
+    /// that, the least recently changed half is forgotten (see the module doc).
+    pub fn limit_objects(&mut self, max: usize) {
+        self.max_objects = max.max(16);
+    }
+
+    /// The per-thread and per-object state kept now.
+    pub fn sizes(&self) -> OrderSizes {
+        OrderSizes {
+            threads: self.slots.len(),
+            slots: self.queues.len(),
+            objects: self.released.objects(),
+            arrivals: self.arrivals.len(),
         }
     }
 
@@ -390,20 +514,21 @@ impl<T> OrderFilter<T> {
     pub fn push(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
         self.stats.events += 1;
         let arrival = self.stats.events;
-        let slot = self.slot(event.thread);
+        self.released.now = arrival;
+        let slot = self.slot(event.thread, out);
         let q = &mut self.queues[slot as usize];
         if !q.events.is_empty() {
             // Behind an earlier event of its thread.
             q.events.push_back((arrival, event));
             self.stats.holds += 1;
-            self.note_held(1);
+            self.note_held(slot, arrival);
         } else if event.kind != SyncEvent::Other
             && let Some(need) = self.released.need(event.thread, event.kind)
         {
             q.events.push_back((arrival, event));
             self.wait(slot, need.key());
             self.stats.holds += 1;
-            self.note_held(1);
+            self.note_held(slot, arrival);
         } else {
             self.release(event, out);
         }
@@ -427,14 +552,25 @@ impl<T> OrderFilter<T> {
     }
 
     /// The arrival number of the event held longest.
-    fn oldest_arrival(&self) -> Option<u64> {
-        if self.stats.held == 0 {
-            return None;
+    fn oldest_arrival(&mut self) -> Option<u64> {
+        self.oldest().map(|(_, a)| a)
+    }
+
+    /// The slot and arrival number of the event held longest. An entry at the front of
+    /// `arrivals` whose event no longer heads its queue was released: every event held before
+    /// it in its thread would have an entry further ahead.
+    fn oldest(&mut self) -> Option<(u32, u64)> {
+        while let Some(&(a, slot)) = self.arrivals.front() {
+            if self.queues[slot as usize]
+                .events
+                .front()
+                .is_some_and(|(h, _)| *h == a)
+            {
+                return Some((slot, a));
+            }
+            self.arrivals.pop_front();
         }
-        self.queues
-            .iter()
-            .filter_map(|q| q.events.front().map(|(a, _)| *a))
-            .min()
+        None
     }
 
     /// The end of the stream: releases everything still held, oldest first, each reported as
@@ -457,7 +593,7 @@ impl<T> OrderFilter<T> {
 
     /// The queue slot of `thread`, made on its first event.
     #[inline]
-    fn slot(&mut self, thread: u64) -> u32 {
+    fn slot(&mut self, thread: u64, out: &mut impl FnMut(Event<T>)) -> u32 {
         if let Some((t, s)) = self.last
             && t == thread
         {
@@ -465,14 +601,17 @@ impl<T> OrderFilter<T> {
         }
         let slot = match self.slots.get(&thread) {
             Some(&s) => s,
-            None => self.new_slot(thread),
+            None => self.new_slot(thread, out),
         };
         self.last = Some((thread, slot));
         slot
     }
 
     #[cold]
-    fn new_slot(&mut self, thread: u64) -> u32 {
+    fn new_slot(&mut self, thread: u64, out: &mut impl FnMut(Event<T>)) -> u32 {
+        if self.slots.len() >= self.max_threads {
+            self.make_room(out);
+        }
         let slot = match self.free.pop() {
             Some(s) => {
                 self.queues[s as usize].thread = thread;
@@ -491,9 +630,47 @@ impl<T> OrderFilter<T> {
         slot
     }
 
-    /// Forgets an exited thread whose queue is empty, so that slots stay as many as the
-    /// threads alive.
-    fn retire(&mut self, thread: u64) {
+    /// Frees a quarter of `max_threads` slots: first those of the threads holding nothing,
+    /// then, if too few were, those whose events have been held longest, releasing them
+    /// without their causes (each reported as a [`Stall`]). Linear in the threads, but it frees
+    /// a quarter of them, so a new thread costs O(1) amortised.
+    #[cold]
+    fn make_room(&mut self, out: &mut impl FnMut(Event<T>)) {
+        self.forget_idle();
+        let target = self.max_threads - self.max_threads / 4;
+        while self.slots.len() > target
+            && let Some((slot, _)) = self.oldest()
+        {
+            self.force_oldest(out);
+            let thread = self.queues[slot as usize].thread;
+            if self.retire(thread) {
+                self.stats.threads_forgotten += 1;
+            }
+        }
+        if self.slots.len() > target {
+            // Forcing released everything: the rest are idle now.
+            self.forget_idle();
+        }
+    }
+
+    /// Gives back the slots of every thread holding nothing.
+    fn forget_idle(&mut self) {
+        let idle: Vec<u64> = self
+            .slots
+            .iter()
+            .filter(|&(_, &s)| self.queues[s as usize].events.is_empty())
+            .map(|(&t, _)| t)
+            .collect();
+        for t in idle {
+            if self.retire(t) {
+                self.stats.threads_forgotten += 1;
+            }
+        }
+    }
+
+    /// Forgets a thread whose queue is empty (it exited, or it is idle and room is needed), so
+    /// that slots stay as many as the threads alive; returns whether it did.
+    fn retire(&mut self, thread: u64) -> bool {
         if let Some(&slot) = self.slots.get(&thread)
             && self.queues[slot as usize].events.is_empty()
         {
@@ -507,12 +684,38 @@ impl<T> OrderFilter<T> {
             if self.last.is_some_and(|(t, _)| t == thread) {
                 self.last = None;
             }
+            return true;
+        }
+        false
+    }
+
+    /// Notes an event held in `slot` on arrival.
+    fn note_held(&mut self, slot: u32, arrival: u64) {
+        self.stats.held += 1;
+        self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
+        self.arrivals.push_back((arrival, slot));
+        if self.arrivals.len() > 2 * self.stats.held + 1024 {
+            self.rebuild_arrivals();
         }
     }
 
-    fn note_held(&mut self, more: usize) {
-        self.stats.held += more;
-        self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
+    /// Rebuilds `arrivals` from the queues: entries of released events had come to
+    /// outnumber the held ones (an event held long while many passed behind it).
+    #[cold]
+    fn rebuild_arrivals(&mut self) {
+        self.arrivals.clear();
+        for (s, q) in self.queues.iter().enumerate() {
+            self.arrivals
+                .extend(q.events.iter().map(|(a, _)| (*a, s as u32)));
+        }
+        self.arrivals.make_contiguous().sort_unstable();
+    }
+
+    /// Forgets the least recently changed objects when there are more than `max_objects`.
+    fn bound_objects(&mut self) {
+        if self.released.objects() > self.max_objects {
+            self.stats.objects_forgotten += self.released.forget_oldest_half() as u64;
+        }
     }
 
     fn wait(&mut self, slot: u32, key: Key) {
@@ -551,6 +754,7 @@ impl<T> OrderFilter<T> {
         if key.is_some() || !self.woken.is_empty() {
             self.wake_passed(key);
         }
+        self.bound_objects();
         out(event);
         if let Some(thread) = exit {
             self.retire(thread);
@@ -616,13 +820,7 @@ impl<T> OrderFilter<T> {
 
     /// Releases the event held longest as if its cause had passed, and reports it.
     fn force_oldest(&mut self, out: &mut impl FnMut(Event<T>)) {
-        let Some((slot, _)) = self
-            .queues
-            .iter()
-            .enumerate()
-            .filter_map(|(s, q)| q.events.front().map(|(a, _)| (s as u32, *a)))
-            .min_by_key(|&(_, a)| a)
-        else {
+        let Some((slot, _)) = self.oldest() else {
             return;
         };
         let q = &self.queues[slot as usize];
@@ -640,6 +838,7 @@ impl<T> OrderFilter<T> {
             self.stats.forced += 1;
             let key = self.released.assume(need, &mut self.woken);
             self.wake_passed(key);
+            self.bound_objects();
         }
         self.queues[slot as usize].waiting_on = None;
         self.ready.push(slot);
@@ -817,5 +1016,111 @@ mod tests {
             f.waiters.is_empty(),
             "causes that never came leave no waiters"
         );
+    }
+
+    /// A crafted stream: two million threads, each with one event. Idle threads are forgotten
+    /// (nothing is lost), so the filter keeps at most its bound of them.
+    #[test]
+    fn millions_of_threads_stay_within_the_bound() {
+        let mut f = OrderFilter::new(1 << 20);
+        f.limit_threads(1000);
+        let mut released = 0u64;
+        for t in 0..2_000_000u64 {
+            f.push(ev(t, SyncEvent::Other), &mut |_| released += 1);
+            assert!(f.sizes().threads <= 1000);
+        }
+        let s = f.stats();
+        assert_eq!(released, 2_000_000);
+        assert_eq!(s.forced, 0, "forgetting idle threads loses nothing");
+        assert!(s.threads_forgotten >= 2_000_000 - 1000, "{s:?}");
+        assert!(f.sizes().slots <= 1000, "{:?}", f.sizes());
+    }
+
+    /// Threads each holding an event whose cause never comes: room is made by
+    /// releasing the events held longest under the stall rule, each counted.
+    #[test]
+    fn millions_of_held_threads_are_released_and_counted() {
+        let mut f = OrderFilter::new(1 << 20);
+        f.limit_threads(1000);
+        let mut released = 0u64;
+        for t in 1..=200_000u64 {
+            f.push(
+                ev(t, SyncEvent::ThreadBegin { parent: Some(0) }),
+                &mut |_| released += 1,
+            );
+            let sizes = f.sizes();
+            assert!(sizes.threads <= 1000 && sizes.slots <= 1000, "{sizes:?}");
+            assert!(sizes.arrivals <= 2 * f.stats().held + 1025, "{sizes:?}");
+        }
+        let s = f.stats();
+        assert!(s.held <= 1000);
+        assert_eq!(released + s.held as u64, 200_000);
+        assert_eq!(s.forced, released);
+        // Each begin needed its own fork: once assumed, it is forgotten when the child begins.
+        assert!(f.sizes().objects <= 1000, "{:?}", f.sizes());
+    }
+
+    /// Two million mutexes, conditions, barrier generations and forks: the least recently
+    /// changed are forgotten, and counted.
+    #[test]
+    fn millions_of_objects_stay_within_the_bound() {
+        let mut f = OrderFilter::new(1 << 20);
+        f.limit_objects(10_000);
+        let mut released = 0u64;
+        for o in 1..=2_000_000u64 {
+            let kind = match o % 4 {
+                0 => SyncEvent::MutexRelease { mutex: o, n: 1 },
+                1 => SyncEvent::CondSignal { cond: o, n: 1 },
+                2 => SyncEvent::BarrierArrive {
+                    barrier: 1,
+                    generation: o,
+                },
+                _ => SyncEvent::Fork { child: o },
+            };
+            f.push(ev(1, kind), &mut |_| released += 1);
+            assert!(f.sizes().objects <= 10_000, "{:?}", f.sizes());
+        }
+        assert_eq!(released, 2_000_000);
+        let s = f.stats();
+        assert!(s.objects_forgotten >= 2_000_000 - 10_000, "{s:?}");
+        assert_eq!(s.forced, 0);
+    }
+
+    /// An acquisition whose mutex was forgotten waits for a release that passed long ago: it is
+    /// released by the stall rule, and the mutex is known again from then on.
+    #[test]
+    fn a_forgotten_object_costs_a_stall_not_an_error() {
+        let mut f = OrderFilter::new(1 << 20);
+        f.limit_objects(16);
+        let mut out = Vec::new();
+        f.push(
+            ev(1, SyncEvent::MutexRelease { mutex: 7, n: 1 }),
+            &mut |e| out.push(e.kind),
+        );
+        for m in 100..200 {
+            f.push(
+                ev(1, SyncEvent::MutexRelease { mutex: m, n: 1 }),
+                &mut |e| out.push(e.kind),
+            );
+        }
+        assert!(f.stats().objects_forgotten > 0);
+        f.push(
+            ev(2, SyncEvent::MutexAcquire { mutex: 7, n: 2 }),
+            &mut |e| out.push(e.kind),
+        );
+        assert_eq!(out.len(), 101, "held: its cause was forgotten");
+        f.release_held_before(u64::MAX, &mut |e| out.push(e.kind));
+        assert_eq!(out.len(), 102);
+        assert_eq!(f.stats().forced, 1);
+        f.push(
+            ev(2, SyncEvent::MutexRelease { mutex: 7, n: 2 }),
+            &mut |e| out.push(e.kind),
+        );
+        f.push(
+            ev(3, SyncEvent::MutexAcquire { mutex: 7, n: 3 }),
+            &mut |e| out.push(e.kind),
+        );
+        assert_eq!(out.len(), 104);
+        assert_eq!(f.stats().forced, 1);
     }
 }

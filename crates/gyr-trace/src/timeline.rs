@@ -25,10 +25,28 @@
 //! row: within a pixel, the state that took most of its time wins. Each thread keeps a
 //! summary tree over its segments (fan-out [`FANOUT`]), so a tile costs about
 //! `width × log(segments)` per row, whatever the number of events.
+//!
+//! # Bounds
+//!
+//! A stream may name any number of threads and objects, and a program may run for days, so
+//! every table grows only so far, and what is forgotten is counted ([`Forgotten`]):
+//! - segments ([`Timeline::limit_segments`]): past the limit the oldest half of the busiest
+//!   thread's are forgotten, with the arrows into them;
+//! - threads ([`Timeline::limit_threads`]): past the limit the lives of the threads that ended
+//!   longest ago are forgotten, once a sixteenth of the limit has ended; until then the events
+//!   of further threads are not drawn. Names and roles are kept for at most twice as many
+//!   threads, and no label is longer than [`MAX_LABEL`] bytes;
+//! - objects ([`Timeline::limit_objects`]): the last release of each lock, signal of each
+//!   condition, fork of each child not yet begun and exit of each thread, from which arrows
+//!   are drawn. Past the limit the half changed longest ago is forgotten: a wait that ends
+//!   after its cause was forgotten has no arrow.
 
 use crate::sync_events::{SyncDecoder, ViewEvent, WaitOn};
 use gyr_core::TypeId;
 use std::collections::HashMap;
+
+/// Hash maps with a fast hasher: the view looks up a thread and an object per event.
+type Map<K, V> = foldhash::HashMap<K, V>;
 
 /// What a thread is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -83,6 +101,53 @@ impl State {
             WaitOn::Barrier => State::WaitBarrier,
         }
     }
+}
+
+/// Lives kept at most, unless told otherwise ([`Timeline::limit_threads`]).
+pub const DEFAULT_MAX_THREADS: usize = crate::order::DEFAULT_MAX_THREADS;
+/// Objects kept at most, unless told otherwise ([`Timeline::limit_objects`]).
+pub const DEFAULT_MAX_OBJECTS: usize = crate::order::DEFAULT_MAX_OBJECTS;
+/// The longest thread name or role kept, in bytes (longer ones are cut at a character).
+pub const MAX_LABEL: usize = 256;
+
+/// What a timeline forgot to stay within its bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Segments of long lives ([`Timeline::limit_segments`]).
+    pub segments: u64,
+    /// Lives of threads that had ended ([`Timeline::limit_threads`]).
+    pub threads: u64,
+    /// Events of threads past the limit, not drawn.
+    pub events: u64,
+    /// Releases, signals, forks and exits, whose arrows are then not drawn
+    /// ([`Timeline::limit_objects`]).
+    pub objects: u64,
+}
+
+/// How much per-thread and per-object state a timeline keeps now (see [`Timeline::sizes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimelineSizes {
+    /// Threads with a life.
+    pub threads: usize,
+    /// Threads named.
+    pub names: usize,
+    /// Threads with a role.
+    pub roles: usize,
+    /// Locks, conditions, forks and exits remembered.
+    pub objects: usize,
+    /// Segments kept.
+    pub segments: usize,
+    /// Arrows kept.
+    pub arrows: usize,
+}
+
+/// `text` cut to at most [`MAX_LABEL`] bytes, at a character boundary.
+fn label(text: &str) -> String {
+    let mut end = text.len().min(MAX_LABEL);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
 }
 
 /// A stretch of a thread's life, lasting until the next segment starts.
@@ -165,6 +230,10 @@ impl Life {
         self.segments.last().map(|s| s.state)
     }
 
+    fn exited(&self) -> bool {
+        self.state() == Some(State::Exited)
+    }
+
     /// Starts a segment at `at` (not before the previous one).
     fn enter(&mut self, at: u64, state: State, object: u64) {
         let at = at.max(self.segments.last().map_or(0, |s| s.start));
@@ -182,10 +251,14 @@ impl Life {
         self.summarise();
     }
 
-    /// Forgets the oldest half of the segments (rebuilding the summaries); returns how many.
+    /// Forgets the oldest half of the segments (rebuilding the summaries) and the arrows into
+    /// them; returns how many segments.
     fn forget_oldest_half(&mut self) -> usize {
         let n = self.segments.len() / 2;
         self.segments.drain(..n);
+        let first = self.segments.first().map_or(0, |s| s.start);
+        let gone = self.arrows_in.partition_point(|a| a.to.1 < first);
+        self.arrows_in.drain(..gone);
         self.levels.clear();
         let all = std::mem::take(&mut self.segments);
         for s in all {
@@ -441,25 +514,25 @@ pub struct Tile {
 }
 
 /// The life-time view's data: every thread's life and the arrows, fed with the ordered stream.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Timeline {
     decoder: SyncDecoder,
     role_type: Option<TypeId>,
     lives: Vec<Life>,
-    by_thread: HashMap<u64, usize>,
-    names: HashMap<u64, String>,
+    by_thread: Map<u64, usize>,
+    names: Map<u64, String>,
     /// Per thread, its role and index.
-    roles: HashMap<u64, (String, u64)>,
+    roles: Map<u64, (String, u64)>,
     /// The rows, computed again only after a thread or a role was added.
     rows: std::cell::RefCell<Option<Vec<Row>>>,
     /// Per lock, the last release (thread, time, n).
-    released: HashMap<u64, (u64, u64, u64)>,
+    released: Map<u64, (u64, u64, u64)>,
     /// Per condition, the last signal (thread, time, n).
-    signalled: HashMap<u64, (u64, u64, u64)>,
+    signalled: Map<u64, (u64, u64, u64)>,
     /// Per child, the fork (thread, time).
-    forks: HashMap<u64, (u64, u64)>,
+    forks: Map<u64, (u64, u64)>,
     /// Per thread, its exit time.
-    exits: HashMap<u64, u64>,
+    exits: Map<u64, u64>,
     /// The latest time seen.
     now: u64,
     events: u64,
@@ -468,12 +541,88 @@ pub struct Timeline {
     max_segments: Option<usize>,
     /// Segments forgotten to stay within `max_segments`.
     forgotten: u64,
+    max_threads: usize,
+    max_objects: usize,
+    /// Lives whose thread has exited: those forgotten first.
+    exited: usize,
+    threads_forgotten: u64,
+    /// Events of threads past `max_threads`, not drawn.
+    not_drawn: u64,
+    objects_forgotten: u64,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline {
+            decoder: SyncDecoder::default(),
+            role_type: None,
+            lives: Vec::new(),
+            by_thread: Map::default(),
+            names: Map::default(),
+            roles: Map::default(),
+            rows: Default::default(),
+            released: Map::default(),
+            signalled: Map::default(),
+            forks: Map::default(),
+            exits: Map::default(),
+            now: 0,
+            events: 0,
+            segments: 0,
+            max_segments: None,
+            forgotten: 0,
+            max_threads: DEFAULT_MAX_THREADS,
+            max_objects: DEFAULT_MAX_OBJECTS,
+            exited: 0,
+            threads_forgotten: 0,
+            not_drawn: 0,
+            objects_forgotten: 0,
+        }
+    }
 }
 
 impl Timeline {
-    /// An empty timeline.
+    /// An empty timeline, keeping at most [`DEFAULT_MAX_THREADS`] lives and
+    /// [`DEFAULT_MAX_OBJECTS`] objects.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Keeps the lives of at most `max` threads (at least 16; see the module doc).
+    pub fn limit_threads(&mut self, max: usize) {
+        self.max_threads = max.max(16);
+    }
+
+    /// Remembers at most `max` releases, signals, forks and exits (at least 16; see the
+    /// module doc).
+    pub fn limit_objects(&mut self, max: usize) {
+        self.max_objects = max.max(16);
+    }
+
+    /// What was forgotten so far to stay within the bounds.
+    pub fn forgotten_all(&self) -> Forgotten {
+        Forgotten {
+            segments: self.forgotten,
+            threads: self.threads_forgotten,
+            events: self.not_drawn,
+            objects: self.objects_forgotten,
+        }
+    }
+
+    /// The per-thread and per-object state kept now.
+    pub fn sizes(&self) -> TimelineSizes {
+        TimelineSizes {
+            threads: self.lives.len(),
+            names: self.names.len(),
+            roles: self.roles.len(),
+            objects: self.objects(),
+            segments: self.segments,
+            arrows: self.lives.iter().map(|l| l.arrows_in.len()).sum(),
+        }
+    }
+
+    /// The limit on lives.
+    pub fn max_threads(&self) -> usize {
+        self.max_threads
     }
 
     /// Learns a schema of the stream.
@@ -512,26 +661,56 @@ impl Timeline {
 
     /// Names a thread (from the trace's thread blocks).
     pub fn name_thread(&mut self, thread: u64, name: &str) {
-        self.names.insert(thread, name.to_owned());
+        if !self.names.contains_key(&thread) && self.names.len() >= 2 * self.max_threads {
+            // Names of threads that never showed (or were forgotten) go first.
+            let lives = &self.by_thread;
+            self.names.retain(|t, _| lives.contains_key(t));
+        }
+        self.names.insert(thread, label(name));
+        self.rows.replace(None);
+    }
+
+    /// Gives a thread its role and index, as a `gyr.thread.role` record does (for a view that
+    /// joined after the record: a program's stream describes its threads with their roles).
+    pub fn set_role(&mut self, thread: u64, role: &str, index: u64) {
+        if !self.roles.contains_key(&thread) && self.roles.len() >= 2 * self.max_threads {
+            let lives = &self.by_thread;
+            self.roles.retain(|t, _| lives.contains_key(t));
+        }
+        self.roles.insert(thread, (label(role), index));
+        self.rows.replace(None);
     }
 
     /// Takes in one record of the ordered stream: `ts` in ns, `blocked` the record header's
     /// cumulative ring-full wait of its thread.
     pub fn push(&mut self, thread: u64, ts: u64, blocked: u64, type_id: TypeId, payload: &[u8]) {
-        self.events += 1;
-        self.now = self.now.max(ts);
         let i = match self.by_thread.get(&thread) {
             Some(&i) => i,
             None => {
+                if self.lives.len() >= self.max_threads && !self.forget_ended() {
+                    self.not_drawn += 1;
+                    return;
+                }
                 self.rows.replace(None);
                 self.lives.push(Life::new(thread));
                 self.by_thread.insert(thread, self.lives.len() - 1);
                 self.lives.len() - 1
             }
         };
+        self.events += 1;
+        self.now = self.now.max(ts);
         let before = self.lives[i].segments.len();
+        let was_exited = self.lives[i].exited();
         self.apply(i, thread, ts, blocked, type_id, payload);
         self.segments = self.segments + self.lives[i].segments.len() - before;
+        match (was_exited, self.lives[i].exited()) {
+            (false, true) => self.exited += 1,
+            (true, false) => self.exited -= 1,
+            _ => {}
+        }
+        if self.objects() > self.max_objects {
+            self.forget_oldest_objects();
+        }
         if let Some(max) = self.max_segments
             && self.segments > max
             && let Some(busiest) = self.lives.iter_mut().max_by_key(|l| l.segments.len())
@@ -540,6 +719,74 @@ impl Timeline {
             self.segments -= n;
             self.forgotten += n as u64;
         }
+    }
+
+    /// Releases, signals, forks and exits remembered.
+    fn objects(&self) -> usize {
+        self.released.len() + self.signalled.len() + self.forks.len() + self.exits.len()
+    }
+
+    /// Forgets the half (at least) of the objects changed longest ago, by their times.
+    fn forget_oldest_objects(&mut self) {
+        let mut times: Vec<u64> = Vec::with_capacity(self.objects());
+        times.extend(self.released.values().map(|v| v.1));
+        times.extend(self.signalled.values().map(|v| v.1));
+        times.extend(self.forks.values().map(|v| v.1));
+        times.extend(self.exits.values().copied());
+        let mid = times.len() / 2;
+        let (_, &mut cut, _) = times.select_nth_unstable(mid);
+        let before = self.objects();
+        self.released.retain(|_, v| v.1 > cut);
+        self.signalled.retain(|_, v| v.1 > cut);
+        self.forks.retain(|_, v| v.1 > cut);
+        self.exits.retain(|_, at| *at > cut);
+        self.objects_forgotten += (before - self.objects()) as u64;
+    }
+
+    /// Makes room for a life by forgetting those of the threads that ended longest ago, half
+    /// of the ended ones, once a sixteenth of the limit have ended (so that the linear pass
+    /// is paid once per many threads); returns whether there is room.
+    fn forget_ended(&mut self) -> bool {
+        let batch = (self.max_threads / 16).max(1);
+        if self.exited < batch {
+            return false;
+        }
+        let mut ends: Vec<u64> = self
+            .lives
+            .iter()
+            .filter(|l| l.exited())
+            .map(|l| l.segments.last().map_or(0, |s| s.start))
+            .collect();
+        if ends.is_empty() {
+            self.exited = 0;
+            return false;
+        }
+        let k = (ends.len() / 2).max(batch).min(ends.len()) - 1;
+        let (_, &mut cut, _) = ends.select_nth_unstable(k);
+        let mut segments = 0;
+        let mut gone = 0;
+        let (names, roles) = (&mut self.names, &mut self.roles);
+        self.lives.retain(|l| {
+            let forget = l.exited() && l.segments.last().is_some_and(|s| s.start <= cut);
+            if forget {
+                segments += l.segments.len();
+                gone += 1;
+                names.remove(&l.thread);
+                roles.remove(&l.thread);
+            }
+            !forget
+        });
+        self.by_thread = self
+            .lives
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.thread, i))
+            .collect();
+        self.segments -= segments;
+        self.exited -= gone;
+        self.threads_forgotten += gone as u64;
+        self.rows.replace(None);
+        self.lives.len() < self.max_threads
     }
 
     fn apply(
@@ -557,18 +804,27 @@ impl Timeline {
             life.blocked = blocked;
         }
         life.last = life.last.max(ts);
-        if blocked > life.blocked {
-            // The thread waited for room in its ring just before this record.
-            let waited = blocked - life.blocked;
+        let waited = blocked.saturating_sub(life.blocked);
+        life.blocked = life.blocked.max(blocked);
+        self.apply_event(i, thread, ts, type_id, payload);
+        if waited > 0 {
+            // The record waited for room in its ring after its timestamp: a sensor reads the
+            // clock first. The thread then goes on in the state the event put it in.
+            let life = &mut self.lives[i];
             let resume = life.state().unwrap_or(State::Running);
             let object = life.segments.last().map_or(0, |s| s.object);
-            life.enter(ts.saturating_sub(waited), State::Blocked, 0);
-            life.enter(ts, resume, object);
-            life.blocked = blocked;
+            life.enter(ts, State::Blocked, 0);
+            life.enter(ts + waited, resume, object);
+            life.last = life.last.max(ts + waited);
         }
+    }
+
+    /// What the thread event of a record does to its thread's life.
+    fn apply_event(&mut self, i: usize, thread: u64, ts: u64, type_id: TypeId, payload: &[u8]) {
+        let life = &mut self.lives[i];
         if Some(type_id) == self.role_type {
             if let Some((role, index)) = role_of(payload) {
-                self.roles.insert(thread, (role, index));
+                self.roles.insert(thread, (label(&role), index));
                 self.rows.replace(None);
             }
             return;
@@ -945,14 +1201,16 @@ mod tests {
     fn a_full_ring_shows_as_blocked() {
         let mut t = timeline();
         t.push(1, 0, 0, 99, &[]);
+        // The second record waited 30 ns for room after its timestamp.
         t.push(1, 100, 30, 99, &[]);
+        t.push(1, 200, 30, 99, &[]);
         let states: Vec<_> = t.segments(1).iter().map(|s| (s.start, s.state)).collect();
         assert_eq!(
             states,
             vec![
                 (0, State::Running),
-                (70, State::Blocked),
-                (100, State::Running)
+                (100, State::Blocked),
+                (130, State::Running)
             ]
         );
     }
@@ -998,5 +1256,85 @@ mod tests {
             // Floating-point ties may flip a pixel or two, no more.
             assert!(differ <= width / 100, "{differ} of {width} pixels differ");
         }
+    }
+
+    /// A crafted stream: two million threads that never end, each with a role and a lock.
+    /// The first ones are drawn, the rest counted; names and roles stay bounded.
+    #[test]
+    fn millions_of_threads_stay_within_the_bound() {
+        let mut t = timeline();
+        t.limit_threads(1000);
+        let mut role = 6u32.to_le_bytes().to_vec();
+        role.extend(b"worker");
+        role.extend(7u64.to_le_bytes());
+        let long = "x".repeat(1000);
+        for thread in 1..=2_000_000u64 {
+            t.name_thread(thread, &long);
+            t.push(thread, thread, 0, ROLE, &role);
+            t.push(thread, thread + 1, 0, REQUEST, &two(thread, 0));
+        }
+        let sizes = t.sizes();
+        assert_eq!(sizes.threads, 1000, "{sizes:?}");
+        assert!(sizes.names <= 2000 && sizes.roles <= 1000, "{sizes:?}");
+        let f = t.forgotten_all();
+        assert_eq!(f.events, 2 * (2_000_000 - 1000));
+        assert_eq!(f.threads, 0, "none ended");
+        assert!(t.rows()[0].label.len() <= MAX_LABEL);
+        // The tile still answers, for the rows kept.
+        assert_eq!(t.tile(0..10, 0, 10, 10, 0).total_rows, 1);
+    }
+
+    /// Threads that end make room for new ones: the lives of those that ended longest ago are
+    /// forgotten and counted, and every thread is drawn.
+    #[test]
+    fn ended_threads_make_room() {
+        let mut t = timeline();
+        t.limit_threads(1000);
+        for thread in 1..=200_000u64 {
+            t.push(thread, thread * 10, 0, REQUEST, &two(1, 0));
+            t.push(thread, thread * 10 + 5, 0, EXIT, &[]);
+        }
+        let sizes = t.sizes();
+        assert!(sizes.threads <= 1000, "{sizes:?}");
+        let f = t.forgotten_all();
+        assert_eq!(f.events, 0);
+        assert_eq!(f.threads as usize + sizes.threads, 200_000);
+        // The most recent thread is kept.
+        assert!(!t.segments(200_000).is_empty());
+        assert!(t.segments(1).is_empty());
+    }
+
+    /// Two million locks, conditions and forks: the arrows' sources are remembered within the
+    /// bound, the rest forgotten and counted.
+    #[test]
+    fn millions_of_objects_stay_within_the_bound() {
+        let mut t = timeline();
+        t.limit_objects(10_000);
+        for o in 1..=2_000_000u64 {
+            t.push(1, o, 0, RELEASE, &two(o, 1));
+            assert!(t.sizes().objects <= 10_000);
+        }
+        assert!(t.forgotten_all().objects >= 2_000_000 - 10_000);
+        // A recent release still draws its arrow.
+        t.push(2, 2_000_001, 0, REQUEST, &two(2_000_000, 0));
+        t.push(2, 2_000_002, 0, ACQUIRE, &two(2_000_000, 2));
+        assert_eq!(t.arrows().len(), 1);
+    }
+
+    /// Arrows are forgotten with the segments they end in.
+    #[test]
+    fn arrows_stay_within_the_segment_limit() {
+        let mut t = timeline();
+        t.limit_segments(1000);
+        for n in 1..=10_000u64 {
+            t.push(1, n * 10, 0, ACQUIRE, &two(9, 2 * n - 1));
+            t.push(1, n * 10 + 1, 0, RELEASE, &two(9, 2 * n - 1));
+            t.push(2, n * 10 + 2, 0, REQUEST, &two(9, 0));
+            t.push(2, n * 10 + 3, 0, ACQUIRE, &two(9, 2 * n));
+            t.push(2, n * 10 + 4, 0, RELEASE, &two(9, 2 * n));
+        }
+        let sizes = t.sizes();
+        assert!(sizes.segments <= 1000, "{sizes:?}");
+        assert!(sizes.arrows <= 1000, "{sizes:?}");
     }
 }

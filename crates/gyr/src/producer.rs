@@ -79,6 +79,15 @@ pub(crate) fn current_thread_id() -> Option<u64> {
     buffer().map(|b| b.entry.info.id)
 }
 
+/// Remembers the calling thread's role and index, so that a consumer attaching after its
+/// `gyr.thread.role` record learns them with the thread's description. Not a sensor: it
+/// allocates and takes the thread's own lock, which only a consumer attaching contends.
+pub(crate) fn set_role(role: &str, index: u64) {
+    with_buffer(|b| {
+        *crate::primitives::lock(&b.entry.role) = Some((role.to_owned(), index));
+    });
+}
+
 /// Records one event of type `id` with a payload of `len` bytes written by `encode`.
 #[inline(always)]
 pub(crate) fn record(id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {

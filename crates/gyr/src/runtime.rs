@@ -427,9 +427,10 @@ impl Builder {
             })?;
             self.sinks.insert(0, Box::new(sink));
         }
+        let rings = crate::state::Rings::default();
         #[cfg(feature = "server")]
         let fanout = self.server.enabled.then(|| {
-            let f = crate::server::Fanout::default();
+            let f = crate::server::Fanout::new(rings.clone());
             self.sinks
                 .push(Box::new(crate::server::FanoutSink(f.clone())));
             f
@@ -439,7 +440,7 @@ impl Builder {
             epoch,
             config: self.config.clone(),
             header,
-            rings: Mutex::new(Vec::new()),
+            rings,
             monitors: Mutex::new(Vec::new()),
             sinks: Mutex::new(SinkSet::new(self.sinks)),
             stopping: AtomicBool::new(false),

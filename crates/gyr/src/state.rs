@@ -60,13 +60,16 @@ pub(crate) trait Stop: Send + std::fmt::Debug {
     fn stop(&mut self);
 }
 
+/// Every thread's ring: shared with the server's fan-out, which reads the threads' roles.
+pub(crate) type Rings = Arc<Mutex<Vec<Arc<RingEntry>>>>;
+
 /// State shared by the runtime guard, the monitors and every thread buffer.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) epoch: u64,
     pub(crate) config: Config,
     pub(crate) header: TraceHeader,
-    pub(crate) rings: Mutex<Vec<Arc<RingEntry>>>,
+    pub(crate) rings: Rings,
     pub(crate) monitors: Mutex<Vec<Arc<MonitorSlot>>>,
     pub(crate) sinks: Mutex<SinkSet>,
     pub(crate) stopping: AtomicBool,
@@ -93,6 +96,9 @@ pub(crate) struct RingEntry {
     pub(crate) consumer: Mutex<Consumer>,
     /// Ticks the producer has spent blocked on this ring.
     pub(crate) blocked_ticks: AtomicU64,
+    /// The role and index the thread named last (`gyr::thread::set_role`), for consumers that
+    /// attach after its `gyr.thread.role` record went by.
+    pub(crate) role: Mutex<Option<(String, u64)>>,
 }
 
 impl RingEntry {
@@ -151,6 +157,7 @@ impl Shared {
             monitor: AtomicUsize::new(monitor),
             consumer: Mutex::new(Consumer::default()),
             blocked_ticks: AtomicU64::new(0),
+            role: Mutex::new(None),
         });
         lock(&self.rings).push(entry.clone());
         entry

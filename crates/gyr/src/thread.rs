@@ -84,8 +84,11 @@ pub fn detach(thread: u64) {
 }
 
 /// Names the calling thread's role and index, so that short-lived threads of one role (scoped
-/// threads spawned per frame, pool workers) group into one row in every view.
+/// threads spawned per frame, pool workers) group into one row in every view. The runtime
+/// also remembers it, so that a consumer attaching later (a hub) gets it with the thread's
+/// description; a thread calls it once or so, not per event (it allocates).
 pub fn set_role(role: &str, index: u64) {
+    producer::set_role(role, index);
     crate::emit(&ThreadRole { role, index });
 }
 

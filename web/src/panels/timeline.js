@@ -137,8 +137,23 @@ function paint() {
   g.fillText(`${fmt(V.t0)} – ${fmt(V.t1)} · rows ${tile.first_row + 1}–${tile.first_row + tile.rows.length} of ${tile.total_rows}`
     + (tile.arrows_omitted ? ` · ${tile.arrows_omitted} arrows: zoom in` : '')
     + ` · ${tile.events} thread events, hold-back ratio ${tile.hold_back_ratio.toFixed(2)}`
-    + (tile.forced ? `, ${tile.forced} released without their cause` : ''), LABEL_W + 4, h - 8);
+    + (tile.forced ? `, ${tile.forced} released without their cause` : '') + bounded(tile), LABEL_W + 4, h - 8);
   $('tl-follow').disabled = V.follow;
+}
+
+/**
+ * What the hub forgot or left out to keep a program's view within its bounds, as a short
+ * notice (empty when nothing was).
+ * @param {TimelineTile} t
+ */
+function bounded(t) {
+  const gone = [];
+  if (t.threads_forgotten) gone.push(`${t.threads_forgotten} ended threads`);
+  if (t.segments_forgotten) gone.push(`${t.segments_forgotten} old segments`);
+  if (t.objects_forgotten) gone.push(`the state of ${t.objects_forgotten} locks and threads`);
+  let text = gone.length ? ` · to stay bounded the hub forgot ${gone.join(', ')}` : '';
+  if (t.events_not_drawn) text += ` · ${t.events_not_drawn} events of threads past the first ${t.thread_limit} not drawn`;
+  return text;
 }
 
 /** Seconds, as a short label. @param {number} s */

@@ -7,7 +7,11 @@
 //! buffered writer: memory grows with the threads, event types, locks and counters of a trace
 //! (small tables), never with its events, so a trace of billions of events exports in the
 //! memory of a small one. With [`Options::ordered`] the records first pass through Falcon's
-//! [ordering filter](crate::order), which holds back at most [`Options::max_held`] events.
+//! [ordering filter](crate::order), which holds back at most [`Options::max_held`] events and
+//! keeps the state of at most its default numbers of threads and objects, as the hub's does
+//! (what it forgets to stay within them is in [`FileReport::order`]). The exports' own tables
+//! (a track per thread and lock, a counter per field) are not bounded: they grow with what the
+//! file holds, which its user chose and `gyr trace info` shows, and never with its events.
 //!
 //! # Several inputs
 //!

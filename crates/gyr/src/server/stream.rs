@@ -10,9 +10,9 @@ use crate::sink::Sink;
 use gyr_core::record::Records;
 use gyr_core::{Schema, ThreadInfo, TraceEnd};
 use gyr_proto::batch_queue::{BatchReceiver, BatchSender, Refused, batch_queue};
-use gyr_proto::stream::{wire_schema, wire_thread};
+use gyr_proto::stream::{wire_schema, wire_thread, wire_thread_with_role};
 use gyr_proto::v1;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +39,7 @@ impl Subscriber {
     /// A subscriber's queue; its schemas and threads come first.
     fn new(
         st: &State,
+        roles: &Roles,
         types: Vec<String>,
         threads: Vec<u64>,
         publisher: bool,
@@ -56,7 +57,14 @@ impl Subscriber {
             type_ids,
             threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
             pending_schemas: st.schemas.iter().map(wire_schema).collect(),
-            pending_threads: st.threads.iter().map(wire_thread).collect(),
+            pending_threads: st
+                .threads
+                .iter()
+                .map(|t| {
+                    let role = roles.get(&t.id).map(|(r, i)| (r.as_str(), *i));
+                    wire_thread_with_role(t, role)
+                })
+                .collect(),
             types,
             lost: 0,
             publisher,
@@ -64,6 +72,9 @@ impl Subscriber {
         (sub, rx)
     }
 }
+
+/// The threads' roles, by thread.
+type Roles = HashMap<u64, (String, u64)>;
 
 #[derive(Default)]
 struct State {
@@ -76,6 +87,8 @@ struct State {
 #[derive(Default, Clone)]
 pub(crate) struct Fanout {
     state: Arc<Mutex<State>>,
+    /// The runtime's rings, whose entries hold the threads' roles.
+    rings: crate::state::Rings,
 }
 
 impl std::fmt::Debug for Fanout {
@@ -85,14 +98,34 @@ impl std::fmt::Debug for Fanout {
 }
 
 impl Fanout {
+    /// The fan-out of the runtime whose threads' rings are `rings`.
+    pub(crate) fn new(rings: crate::state::Rings) -> Self {
+        Fanout {
+            state: Default::default(),
+            rings,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The roles the running threads named. Read under the fan-out's lock (taken before the
+    /// rings' and a role's, never after), so that a role named after this read has its record
+    /// in a batch the new subscriber gets. A role is stored before its record is emitted.
+    fn roles(&self) -> Roles {
+        let rings: Vec<_> = crate::primitives::lock(&self.rings).clone();
+        rings
+            .iter()
+            .filter_map(|e| Some((e.info.id, crate::primitives::lock(&e.role).clone()?)))
+            .collect()
     }
 
     /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
     pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> BatchReceiver {
         let mut st = self.lock();
-        let (sub, rx) = Subscriber::new(&st, types, threads, false);
+        let roles = self.roles();
+        let (sub, rx) = Subscriber::new(&st, &roles, types, threads, false);
         st.subscribers.push(sub);
         rx
     }
@@ -102,7 +135,8 @@ impl Fanout {
     /// connection went down that it never got. The subscription outlives the connection.
     pub(crate) fn subscribe_publisher(&self) -> (BatchReceiver, u64) {
         let mut st = self.lock();
-        let (mut sub, rx) = Subscriber::new(&st, Vec::new(), Vec::new(), true);
+        let roles = self.roles();
+        let (mut sub, rx) = Subscriber::new(&st, &roles, Vec::new(), Vec::new(), true);
         match st.subscribers.iter_mut().find(|s| s.publisher) {
             Some(old) => {
                 sub.lost = 0;
