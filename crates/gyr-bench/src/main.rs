@@ -4,6 +4,7 @@
 
 mod callgrind;
 mod capture;
+mod contention;
 mod figures;
 mod floor;
 mod hub;
