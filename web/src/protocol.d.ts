@@ -691,7 +691,12 @@ hold_back_ratio: number,
 /**
  * Events released without their cause (a thread stalled or an event was lost).
  */
-forced: number, };
+forced: number, 
+/**
+ * Segments (spans of one state) forgotten to keep the view within the hub's bound: the
+ * oldest half of the busiest thread's each time, so those threads' rows start later.
+ */
+forgotten: number, };
 
 /**
  * A row of the life-time view.

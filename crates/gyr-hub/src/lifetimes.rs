@@ -180,6 +180,7 @@ impl Lifetimes {
             held: stats.held as u64,
             hold_back_ratio: stats.hold_back_ratio(),
             forced: stats.forced,
+            forgotten: self.timeline.forgotten(),
         }
     }
 }

@@ -424,6 +424,9 @@ pub struct TimelineTile {
     pub hold_back_ratio: f64,
     /// Events released without their cause (a thread stalled or an event was lost).
     pub forced: u64,
+    /// Segments (spans of one state) forgotten to keep the view within the hub's bound: the
+    /// oldest half of the busiest thread's each time, so those threads' rows start later.
+    pub forgotten: u64,
 }
 
 /// A row of the life-time view.

@@ -137,7 +137,8 @@ function paint() {
   g.fillText(`${fmt(V.t0)} – ${fmt(V.t1)} · rows ${tile.first_row + 1}–${tile.first_row + tile.rows.length} of ${tile.total_rows}`
     + (tile.arrows_omitted ? ` · ${tile.arrows_omitted} arrows: zoom in` : '')
     + ` · ${tile.events} thread events, hold-back ratio ${tile.hold_back_ratio.toFixed(2)}`
-    + (tile.forced ? `, ${tile.forced} released without their cause` : ''), LABEL_W + 4, h - 8);
+    + (tile.forced ? `, ${tile.forced} released without their cause` : '')
+    + (tile.forgotten ? ` · oldest ${tile.forgotten} spans forgotten` : ''), LABEL_W + 4, h - 8);
   $('tl-follow').disabled = V.follow;
 }
 
