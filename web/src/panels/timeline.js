@@ -25,6 +25,19 @@ const V = { pid: -1, t0: 0, t1: 1, row0: 0, follow: true, busy: false, again: fa
 /** @type {TimelineTile | null} */
 let tile = null;
 
+/**
+ * What each tile drawn cost the page (`gyr-bench web` reads it): ms from its bytes in hand to
+ * drawn on the canvas (`frames`: parsing, `parse`, and drawing, `draw`), ms from the request to
+ * drawn (`trips`), and its bytes; the latest 10 000 tiles.
+ */
+const perf = {
+  frames: /** @type {number[]} */ ([]),
+  parse: /** @type {number[]} */ ([]),
+  draw: /** @type {number[]} */ ([]),
+  trips: /** @type {number[]} */ ([]),
+  bytes: /** @type {number[]} */ ([]),
+};
+
 /** @type {import('../frame.js').Panel} */
 export const timeline = { on: ['summaries', 'view'], draw };
 
@@ -53,14 +66,20 @@ async function fetchTile() {
     const span = V.t1 - V.t0;
     let q = `pid=${V.pid}&r0=${V.row0}&r1=${V.row0 + rows}&w=${width}&arrows=400`;
     q += V.follow ? `&t0=${Math.max(0, (tile ? tile.now_s : 0) - Math.max(span, 0.001))}` : `&t0=${V.t0}&t1=${V.t1}`;
+    const asked = performance.now();
     const r = await fetch(`/api/timeline?${q}${tokenQuery()}`);
     if (r.ok) {
-      tile = /** @type {TimelineTile} */ (await r.json());
+      const text = await r.text();
+      const got = performance.now();
+      tile = /** @type {TimelineTile} */ (JSON.parse(text));
+      const parsed = performance.now();
       if (V.follow) {
         V.t1 = tile.now_s;
         V.t0 = tile.t0_s;
       }
       paint();
+      const drawn = performance.now();
+      account(drawn - got, parsed - got, drawn - parsed, drawn - asked, text.length);
     }
   } catch (_) {
     // The hub is away: the connection's banner says so; the next summary asks again.
@@ -71,6 +90,13 @@ async function fetchTile() {
       fetchTile();
     }
   }
+}
+
+/** Notes what one tile cost (see `perf`). @param {number[]} ms the five figures */
+function account(...ms) {
+  const lists = [perf.frames, perf.parse, perf.draw, perf.trips, perf.bytes];
+  lists.forEach((l, i) => l.push(ms[i]));
+  if (perf.frames.length > 20000) for (const l of lists) l.splice(0, 10000);
 }
 
 /** x of a time on the canvas, in CSS pixels. */
@@ -229,5 +255,6 @@ function details(/** @type {MouseEvent} */ e) {
   $('tl-info').textContent = text;
 }
 
-// The viewport and the last tile, for the browser tests, which read them from the page.
-/** @type {any} */ (window).TL = { V, tile: () => tile, refresh: fetchTile };
+// The viewport, the last tile and what tiles cost, for the browser tests and `gyr-bench web`,
+// which read them from the page.
+/** @type {any} */ (window).TL = { V, tile: () => tile, refresh: fetchTile, perf };
