@@ -125,6 +125,10 @@ function paint() {
   const scale = (w - LABEL_W) / tile.width; // hub pixels are device pixels
   /** @type {Map<number, number>} thread → y of its row's middle */
   const rowY = new Map();
+  // The runs of each state as one path, filled once: setting the colour for each run (thousands
+  // in a tile zoomed out) took most of the drawing time (`gyr-bench web`).
+  const paths = STATES.map(() => new Path2D());
+  const other = new Path2D();
   tile.rows.forEach((row, i) => {
     const y = i * ROW_H;
     for (const t of row.threads) rowY.set(t, y + ROW_H / 2);
@@ -134,10 +138,15 @@ function paint() {
     const label = row.threads.length > 1 ? `${row.label} (${row.threads.length} threads)` : row.label;
     g.fillText(label.length > 22 ? label.slice(0, 21) + '…' : label, 4, y + ROW_H / 2);
     for (const [x0, x1, s] of row.runs) {
-      g.fillStyle = STATES[s] ? STATES[s][1] : '#999';
-      g.fillRect(LABEL_W + x0 * scale, y + 3, Math.max(1, (x1 - x0) * scale), ROW_H - 6);
+      (paths[s] || other).rect(LABEL_W + x0 * scale, y + 3, Math.max(1, (x1 - x0) * scale), ROW_H - 6);
     }
   });
+  paths.forEach((path, s) => {
+    g.fillStyle = STATES[s][1];
+    g.fill(path);
+  });
+  g.fillStyle = '#999';
+  g.fill(other);
   g.lineWidth = 1.2;
   for (const a of tile.arrows) {
     const y0 = rowY.get(a.from_thread);
