@@ -4,6 +4,7 @@
 
 mod callgrind;
 mod capture;
+mod contention;
 mod figures;
 mod floor;
 mod hub;
@@ -63,6 +64,8 @@ enum Bench {
     },
     /// The web page under load: a hub fed by a program with 1000 threads and 200 series,
     /// watched by the real page in headless Chromium; time per frame and bytes per second.
+    /// Then the life-time view of 2000 threads and 100 M thread events under a scripted user
+    /// zooming and panning: time per tile drawn, round trip and bytes per tile.
     Web {
         /// End with one JSON object on the last line of stdout.
         #[arg(long)]

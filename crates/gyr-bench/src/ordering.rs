@@ -10,6 +10,7 @@
 //! with and without `libgyr_interpose.so`, against the sensor's own cost for the same two
 //! events measured in this process.
 
+use crate::contention::{Contention, Rng};
 use crate::figures::{percentile, r3};
 use gyr_trace::{Event, OrderFilter, SyncEvent};
 use serde_json::json;
@@ -19,23 +20,6 @@ use std::time::Instant;
 const THREADS: u64 = 64;
 const MUTEXES: u64 = 16;
 const PASS_EVENTS: usize = 4096;
-
-/// A small, fast, deterministic generator (SplitMix64): the stream is the same in every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Where a synthetic thread is in its loop: lock, two events of work, unlock.
 #[derive(Clone, Copy)]
@@ -154,37 +138,24 @@ fn delivered(per_thread: &[Vec<(usize, SyncEvent)>], rng: &mut Rng) -> Vec<Event
     out
 }
 
-/// The life-time view's data for `threads` threads taking turns on 64 mutexes, `events` thread
-/// events in all; then the time of `tiles` random viewports. Returns (build seconds, tile ms
-/// per viewport, segments).
+/// The life-time view's data for `threads` threads taking turns on 64 mutexes
+/// ([`Contention`]), `events` thread events in all; then the time of `tiles` random viewports.
+/// Returns (build seconds, tile ms per viewport).
 fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f64, Vec<f64>) {
-    use gyr_core::{Field, FieldType, Schema};
     let mut t = gyr_trace::Timeline::new();
-    let two = [("mutex", FieldType::U64), ("n", FieldType::U64)];
-    for (id, name) in [
-        (1, "gyr.mutex.request"),
-        (2, "gyr.mutex.acquire"),
-        (3, "gyr.mutex.release"),
-    ] {
-        let fields = two.iter().map(|(n, ty)| Field::new(*n, *ty)).collect();
-        t.add_schema(&Schema::new(id, name, fields).expect("a valid schema"));
+    for s in crate::contention::schemas() {
+        t.add_schema(&s);
     }
+    let mut program = Contention::new(threads, rng.next());
     let start = Instant::now();
-    let rounds = events / threads / 3;
-    let mut payload = [0u8; 16];
+    let rounds = program.rounds(events);
     for r in 0..rounds {
-        for th in 0..threads {
-            let base = r * 10_000 + th;
-            let m = (th + r) % 64;
-            payload[..8].copy_from_slice(&m.to_le_bytes());
-            payload[8..].copy_from_slice(&(r + 1).to_le_bytes());
-            t.push(th + 1, base, 0, 1, &payload);
-            t.push(th + 1, base + 1000 + rng.below(3000), 0, 2, &payload);
-            t.push(th + 1, base + 6000 + rng.below(3000), 0, 3, &payload);
-        }
+        program.round(r, |thread, ts, type_id, payload| {
+            t.push(thread, ts, 0, type_id, payload)
+        });
     }
     let build = start.elapsed().as_secs_f64();
-    let end = rounds * 10_000;
+    let end = rounds * crate::contention::ROUND_NS;
     let mut ms = Vec::with_capacity(tiles);
     for _ in 0..tiles {
         // Zoom levels spread evenly in log scale, from the whole run to 1 ms.

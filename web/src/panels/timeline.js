@@ -25,6 +25,19 @@ const V = { pid: -1, t0: 0, t1: 1, row0: 0, follow: true, busy: false, again: fa
 /** @type {TimelineTile | null} */
 let tile = null;
 
+/**
+ * What each tile drawn cost the page (`gyr-bench web` reads it): ms from its bytes in hand to
+ * drawn on the canvas (`frames`: parsing, `parse`, and drawing, `draw`), ms from the request to
+ * drawn (`trips`), and its bytes; the latest 10 000 tiles.
+ */
+const perf = {
+  frames: /** @type {number[]} */ ([]),
+  parse: /** @type {number[]} */ ([]),
+  draw: /** @type {number[]} */ ([]),
+  trips: /** @type {number[]} */ ([]),
+  bytes: /** @type {number[]} */ ([]),
+};
+
 /** @type {import('../frame.js').Panel} */
 export const timeline = { on: ['summaries', 'view'], draw };
 
@@ -53,14 +66,20 @@ async function fetchTile() {
     const span = V.t1 - V.t0;
     let q = `pid=${V.pid}&r0=${V.row0}&r1=${V.row0 + rows}&w=${width}&arrows=400`;
     q += V.follow ? `&t0=${Math.max(0, (tile ? tile.now_s : 0) - Math.max(span, 0.001))}` : `&t0=${V.t0}&t1=${V.t1}`;
+    const asked = performance.now();
     const r = await fetch(`/api/timeline?${q}${tokenQuery()}`);
     if (r.ok) {
-      tile = /** @type {TimelineTile} */ (await r.json());
+      const text = await r.text();
+      const got = performance.now();
+      tile = /** @type {TimelineTile} */ (JSON.parse(text));
+      const parsed = performance.now();
       if (V.follow) {
         V.t1 = tile.now_s;
         V.t0 = tile.t0_s;
       }
       paint();
+      const drawn = performance.now();
+      account(drawn - got, parsed - got, drawn - parsed, drawn - asked, text.length);
     }
   } catch (_) {
     // The hub is away: the connection's banner says so; the next summary asks again.
@@ -71,6 +90,13 @@ async function fetchTile() {
       fetchTile();
     }
   }
+}
+
+/** Notes what one tile cost (see `perf`). @param {number[]} ms the five figures */
+function account(...ms) {
+  const lists = [perf.frames, perf.parse, perf.draw, perf.trips, perf.bytes];
+  lists.forEach((l, i) => l.push(ms[i]));
+  if (perf.frames.length > 20000) for (const l of lists) l.splice(0, 10000);
 }
 
 /** x of a time on the canvas, in CSS pixels. */
@@ -99,6 +125,10 @@ function paint() {
   const scale = (w - LABEL_W) / tile.width; // hub pixels are device pixels
   /** @type {Map<number, number>} thread → y of its row's middle */
   const rowY = new Map();
+  // The runs of each state as one path, filled once: setting the colour for each run (thousands
+  // in a tile zoomed out) took most of the drawing time (`gyr-bench web`).
+  const paths = STATES.map(() => new Path2D());
+  const other = new Path2D();
   tile.rows.forEach((row, i) => {
     const y = i * ROW_H;
     for (const t of row.threads) rowY.set(t, y + ROW_H / 2);
@@ -108,10 +138,15 @@ function paint() {
     const label = row.threads.length > 1 ? `${row.label} (${row.threads.length} threads)` : row.label;
     g.fillText(label.length > 22 ? label.slice(0, 21) + '…' : label, 4, y + ROW_H / 2);
     for (const [x0, x1, s] of row.runs) {
-      g.fillStyle = STATES[s] ? STATES[s][1] : '#999';
-      g.fillRect(LABEL_W + x0 * scale, y + 3, Math.max(1, (x1 - x0) * scale), ROW_H - 6);
+      (paths[s] || other).rect(LABEL_W + x0 * scale, y + 3, Math.max(1, (x1 - x0) * scale), ROW_H - 6);
     }
   });
+  paths.forEach((path, s) => {
+    g.fillStyle = STATES[s][1];
+    g.fill(path);
+  });
+  g.fillStyle = '#999';
+  g.fill(other);
   g.lineWidth = 1.2;
   for (const a of tile.arrows) {
     const y0 = rowY.get(a.from_thread);
@@ -243,5 +278,6 @@ function details(/** @type {MouseEvent} */ e) {
   $('tl-info').textContent = text;
 }
 
-// The viewport and the last tile, for the browser tests, which read them from the page.
-/** @type {any} */ (window).TL = { V, tile: () => tile, refresh: fetchTile };
+// The viewport, the last tile and what tiles cost, for the browser tests and `gyr-bench web`,
+// which read them from the page.
+/** @type {any} */ (window).TL = { V, tile: () => tile, refresh: fetchTile, perf };
