@@ -258,6 +258,7 @@ async fn feed_threads(
                         id: i,
                         name: format!("locker-{i}"),
                         os_tid: i,
+                        ..Default::default()
                     })
                     .collect()
             } else {
