@@ -28,7 +28,8 @@
 //! gyr records the part that varies: the cumulative time this thread has waited for room in its
 //! full ring (Block policy). The fixed cost of a sensor call is measured once at start-up and
 //! stored in the trace header ([`crate::TraceHeader::sensor_cost_ns`]), so a reader can add
-//! `seq × sensor_cost_ns` for the total.
+//! `seq × sensor_cost_ns` for the total. A sensor reads the clock before it writes, so a
+//! record's own wait for room (included in its `perturbation`) came after its `timestamp`.
 
 /// Bytes of the fixed record header.
 pub const RECORD_HEADER_LEN: usize = 32;
