@@ -253,15 +253,18 @@ pub(crate) fn feeder(
     Ok(())
 }
 
-async fn simulated_process(
-    addr: String,
-    i: u32,
-    start: Instant,
-    until: Instant,
-    rate: Option<f64>,
-) -> anyhow::Result<u64> {
-    let schema = schema();
-    let mut client = GyrClient::new(gyr_client::connect::tcp(&addr).await?)
+/// A simulated program's `Publish` stream to the hub's gRPC API at `addr`, opened with its
+/// hello (`pid`, `command_line`, started now): the sender for its batches, and the call, which
+/// ends once the sender is dropped.
+pub(crate) async fn publish_stream(
+    addr: &str,
+    pid: u32,
+    command_line: Vec<String>,
+) -> anyhow::Result<(
+    tokio::sync::mpsc::Sender<v1::PublishMessage>,
+    tokio::task::JoinHandle<Result<tonic::Response<v1::PublishReply>, tonic::Status>>,
+)> {
+    let mut client = GyrClient::new(gyr_client::connect::tcp(addr).await?)
         .max_encoding_message_size(64 << 20)
         .max_decoding_message_size(64 << 20);
     let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -270,12 +273,11 @@ async fn simulated_process(
             .publish(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
     });
-    let pid = 4_000_000 + i;
     let started = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() as u64;
     tx.send(v1::PublishMessage {
         kind: Some(v1::publish_message::Kind::Hello(v1::PublishHello {
             pid,
-            command_line: vec![format!("simulated-{i}")],
+            command_line,
             started_unix_ns: started,
             clock_zero_unix_ns: started,
             host: "bench".into(),
@@ -284,6 +286,19 @@ async fn simulated_process(
         })),
     })
     .await?;
+    Ok((tx, call))
+}
+
+async fn simulated_process(
+    addr: String,
+    i: u32,
+    start: Instant,
+    until: Instant,
+    rate: Option<f64>,
+) -> anyhow::Result<u64> {
+    let schema = schema();
+    let pid = 4_000_000 + i;
+    let (tx, call) = publish_stream(&addr, pid, vec![format!("simulated-{i}")]).await?;
     let batch = match rate {
         Some(r) => ((r / 100.0) as usize).max(1),
         None => BATCH,

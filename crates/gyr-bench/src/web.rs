@@ -33,12 +33,11 @@ use crate::figures::{percentile, r3};
 use gyr_core::record::push_record;
 use gyr_core::{Field, FieldType, Schema, Value};
 use gyr_proto::v1;
-use gyr_proto::v1::gyr_client::GyrClient;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Threads of the synthetic program.
 const THREADS: u64 = 1000;
@@ -71,28 +70,12 @@ fn schemas() -> Vec<Schema> {
 /// Publishes the synthetic program to the hub's gRPC API at `addr` until `stop` is set.
 async fn feed(addr: String, stop: Arc<AtomicBool>) -> anyhow::Result<u64> {
     let schemas = schemas();
-    let mut client = GyrClient::new(gyr_client::connect::tcp(&addr).await?)
-        .max_encoding_message_size(64 << 20)
-        .max_decoding_message_size(64 << 20);
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    let call = tokio::spawn(async move {
-        client
-            .publish(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await
-    });
     let pid = 4_100_000;
-    let started = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() as u64;
-    tx.send(v1::PublishMessage {
-        kind: Some(v1::publish_message::Kind::Hello(v1::PublishHello {
-            pid,
-            command_line: vec!["synthetic".into(), format!("--threads={THREADS}")],
-            started_unix_ns: started,
-            clock_zero_unix_ns: started,
-            host: "bench".into(),
-            protocol_version: gyr_proto::PROTOCOL_VERSION,
-            ..Default::default()
-        })),
-    })
+    let (tx, call) = crate::hub::publish_stream(
+        &addr,
+        pid,
+        vec!["synthetic".into(), format!("--threads={THREADS}")],
+    )
     .await?;
     let start = Instant::now();
     let mut sent = 0u64;
@@ -191,27 +174,11 @@ async fn feed_threads(
 ) -> anyhow::Result<()> {
     let schemas = crate::contention::schemas();
     let mut program = Contention::new(threads, 0x6779_7221);
-    let mut client = GyrClient::new(gyr_client::connect::tcp(&addr).await?)
-        .max_encoding_message_size(64 << 20)
-        .max_decoding_message_size(64 << 20);
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    let call = tokio::spawn(async move {
-        client
-            .publish(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await
-    });
-    let started = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() as u64;
-    tx.send(v1::PublishMessage {
-        kind: Some(v1::publish_message::Kind::Hello(v1::PublishHello {
-            pid: TL_PID,
-            command_line: vec!["synthetic-locks".into(), format!("--threads={threads}")],
-            started_unix_ns: started,
-            clock_zero_unix_ns: started,
-            host: "bench".into(),
-            protocol_version: gyr_proto::PROTOCOL_VERSION,
-            ..Default::default()
-        })),
-    })
+    let (tx, call) = crate::hub::publish_stream(
+        &addr,
+        TL_PID,
+        vec!["synthetic-locks".into(), format!("--threads={threads}")],
+    )
     .await?;
     let rounds = program.rounds(events);
     let mut fed = Fed {
@@ -325,17 +292,7 @@ fn timeline(
     seconds: u64,
     json_out: bool,
 ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    let dir = std::env::temp_dir().join(format!("gyr-bench-web-tl-{}", std::process::id()));
-    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
-        listen: "127.0.0.1:0".parse()?,
-        grpc: Some("127.0.0.1:0".parse()?),
-        socket_dir: dir,
-        discover: false,
-        ..Default::default()
-    })?;
-    let grpc = hub
-        .grpc_addr()
-        .ok_or_else(|| anyhow::anyhow!("the hub serves no gRPC"))?;
+    let (hub, grpc) = bench_hub("tl")?;
     let stop = Arc::new(AtomicBool::new(false));
     let feeding = stop.clone();
     let (done, fed) = std::sync::mpsc::channel();
@@ -467,6 +424,23 @@ fn timeline(
     Ok(out)
 }
 
+/// A hub on loopback for one part of the benchmark, serving gRPC for the synthetic program and
+/// HTTP for the page, discovering nothing; and its gRPC address.
+fn bench_hub(part: &str) -> anyhow::Result<(gyr_hub::Hub, std::net::SocketAddr)> {
+    let dir = std::env::temp_dir().join(format!("gyr-bench-web-{part}-{}", std::process::id()));
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse()?,
+        grpc: Some("127.0.0.1:0".parse()?),
+        socket_dir: dir,
+        discover: false,
+        ..Default::default()
+    })?;
+    let grpc = hub
+        .grpc_addr()
+        .ok_or_else(|| anyhow::anyhow!("the hub serves no gRPC"))?;
+    Ok((hub, grpc))
+}
+
 pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
     let seconds: u64 = if quick { 8 } else { 30 };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/tests/bench.mjs");
@@ -481,17 +455,7 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
             web.display()
         );
     }
-    let dir = std::env::temp_dir().join(format!("gyr-bench-web-{}", std::process::id()));
-    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
-        listen: "127.0.0.1:0".parse()?,
-        grpc: Some("127.0.0.1:0".parse()?),
-        socket_dir: dir,
-        discover: false,
-        ..Default::default()
-    })?;
-    let grpc = hub
-        .grpc_addr()
-        .ok_or_else(|| anyhow::anyhow!("the hub serves no gRPC"))?;
+    let (hub, grpc) = bench_hub("charts")?;
     let stop = Arc::new(AtomicBool::new(false));
     let feeding = stop.clone();
     let feeder = std::thread::spawn(move || -> anyhow::Result<u64> {
