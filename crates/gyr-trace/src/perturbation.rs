@@ -177,10 +177,11 @@ impl Corrector {
         // The first rule: the thread's own time since its last event, less monitoring's.
         let local = match last {
             Some(c) => {
-                c.corrected
-                    + raw
-                        .saturating_sub(c.raw)
-                        .saturating_sub(overhead.saturating_sub(c.overhead))
+                // Saturating throughout: a crafted trace may hold any times.
+                c.corrected.saturating_add(
+                    raw.saturating_sub(c.raw)
+                        .saturating_sub(overhead.saturating_sub(c.overhead)),
+                )
             }
             None => raw.saturating_sub(overhead),
         };
@@ -191,12 +192,12 @@ impl Corrector {
             (Some(x), Some(c)) if waiting => {
                 self.stats.waits_moved += 1;
                 let handoff = raw.saturating_sub(x.raw).min(raw.saturating_sub(c.raw));
-                c.corrected.max(x.corrected + handoff)
+                c.corrected.max(x.corrected.saturating_add(handoff))
             }
             // Not waited for: never before the cause.
             (Some(x), Some(_)) => local.max(x.corrected),
             // A thread's first event after its fork: the creation latency after it.
-            (Some(x), None) => x.corrected + raw.saturating_sub(x.raw),
+            (Some(x), None) => x.corrected.saturating_add(raw.saturating_sub(x.raw)),
             (None, _) => local,
         };
         let corrected = last.map_or(corrected, |c| corrected.max(c.corrected));
@@ -528,6 +529,20 @@ mod tests {
             let raw = seq * 1_000;
             let at = at(&mut c, 4, 9, raw, seq, blocked, &p);
             assert_eq!(raw - at, before + (seq - 1) * 7);
+        }
+    }
+
+    #[test]
+    fn crafted_times_never_overflow() {
+        let mut c = corrector(1e30);
+        for (t, ty, ts, seq, blocked, p) in [
+            (1, 2, u64::MAX, 1, 0, two(7, 1)),
+            (1, 3, u64::MAX, u64::MAX, u64::MAX, two(7, 1)),
+            (2, 1, 0, 1, 0, 7u64.to_le_bytes().to_vec()),
+            (2, 2, u64::MAX - 1, 2, 0, two(7, 2)),
+            (3, 5, u64::MAX, 1, u64::MAX, 1u64.to_le_bytes().to_vec()),
+        ] {
+            at(&mut c, t, ty, ts, seq, blocked, &p);
         }
     }
 }

@@ -814,8 +814,10 @@ impl Timeline {
             let resume = life.state().unwrap_or(State::Running);
             let object = life.segments.last().map_or(0, |s| s.object);
             life.enter(ts, State::Blocked, 0);
-            life.enter(ts + waited, resume, object);
-            life.last = life.last.max(ts + waited);
+            // Saturating: a crafted stream may claim any wait.
+            let resumed = ts.saturating_add(waited);
+            life.enter(resumed, resume, object);
+            life.last = life.last.max(resumed);
         }
     }
 
