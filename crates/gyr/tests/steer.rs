@@ -634,3 +634,57 @@ fn rules_see_large_events_whole() {
     rule.remove();
     rt.shutdown();
 }
+
+#[derive(gyr::Steerable)]
+struct Counter {
+    count: u64,
+}
+
+/// An actuation queued while the program is leaving a synch point is never forgotten: the
+/// program clearing the "something is queued" flag and a client setting it used to race, and
+/// the client then waited for a synch point that no longer looked at the queue.
+#[test]
+fn actuations_queued_during_a_synch_point_are_never_lost() {
+    let _g = support::serial();
+    let counter = steer::register("stress_counter", Counter { count: 0 }).unwrap();
+    counter
+        .add_actuator(Actuator::new("bump", |c: &mut Counter, _| {
+            c.count += 1;
+            Ok(Value::UInt(c.count))
+        }))
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    // A program reaching synch points as fast as it can: the window for the race is widest.
+    let program = std::thread::spawn(move || {
+        while !s2.load(Ordering::Relaxed) {
+            steer::sync_point("stress");
+        }
+    });
+    // One client, so that a lost flag is never rescued by another client's actuation, and
+    // threads keeping both cores busy, so that the program is often preempted inside the window.
+    let load: Vec<_> = (0..2)
+        .map(|_| {
+            let s = stop.clone();
+            std::thread::spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let n = 20_000;
+    for i in 1..=n {
+        let r = steer::actuate("stress_counter.bump", &[], &who())
+            .unwrap()
+            .wait(Duration::from_secs(10));
+        assert_eq!(r.unwrap(), Value::UInt(i), "actuation {i} of {n}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    program.join().unwrap();
+    for l in load {
+        l.join().unwrap();
+    }
+    assert_eq!(counter.read().count, n);
+    counter.unregister();
+}

@@ -59,9 +59,13 @@ fn queue() -> MutexGuard<'static, VecDeque<Queued>> {
     QUEUE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Recomputes [`ATTENTION`]. The queue's lock is held from the check to the store, and
+/// [`enqueue`] sets its bit under the same lock: otherwise an actuation queued between the two
+/// would have its bit overwritten, and wait for a synch point that never looks.
 fn update_attention(c: &Control) {
+    let queue = queue();
     let mut a = 0;
-    if !queue().is_empty() {
+    if !queue.is_empty() {
         a |= QUEUED;
     }
     if c.pause_requested || c.paused || c.steps_left.is_some() || c.until.is_some() {
@@ -212,14 +216,17 @@ pub(crate) fn enqueue(
 ) -> Pending {
     let (reply, rx) = channel();
     let path = format!("{}.{actuator}", entry.name());
-    queue().push_back(Queued {
-        entry,
-        actuator: actuator.to_owned(),
-        args,
-        who,
-        reply,
-    });
-    ATTENTION.fetch_or(QUEUED, Ordering::Release);
+    {
+        let mut queue = queue();
+        queue.push_back(Queued {
+            entry,
+            actuator: actuator.to_owned(),
+            args,
+            who,
+            reply,
+        });
+        ATTENTION.fetch_or(QUEUED, Ordering::Release);
+    }
     WAKE.notify_all();
     Pending { path, rx }
 }
