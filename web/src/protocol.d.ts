@@ -153,6 +153,11 @@ missed: number,
  */
 unreadable: number, 
 /**
+ * Records of threads past the hub's limit per program, taken in without per-thread
+ * counts.
+ */
+untracked_records: number, 
+/**
  * Count and rate per event type, by name.
  */
 types: { [key in string]: Rate }, 

@@ -139,7 +139,10 @@ impl Outputs {
                 return true;
             }
             let (schemas, threads) = if intro {
-                (p.wire_schemas.clone(), p.wire_threads.clone())
+                (
+                    p.wire_schemas.clone(),
+                    p.wire_threads.values().cloned().collect(),
+                )
             } else {
                 (batch.schemas.clone(), batch.threads.clone())
             };

@@ -14,6 +14,21 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Steering-log entries and alerts kept per program.
 const LOG_ENTRIES: usize = 500;
+/// Threads the hub keeps state for per program: as many as the life-time view draws.
+pub(crate) const MAX_THREADS: usize = gyr_trace::timeline::DEFAULT_MAX_THREADS;
+
+/// The state of `thread`, unless it would be past [`MAX_THREADS`] (then counted in `untracked`).
+fn thread_state<'a>(
+    threads: &'a mut BTreeMap<u64, ThreadState>,
+    untracked: &mut u64,
+    thread: u64,
+) -> Option<&'a mut ThreadState> {
+    if threads.len() >= MAX_THREADS && !threads.contains_key(&thread) {
+        *untracked += 1;
+        return None;
+    }
+    Some(threads.entry(thread).or_default())
+}
 
 /// What the hub knows of one thread of a program.
 #[derive(Debug, Default)]
@@ -72,14 +87,21 @@ pub(crate) struct Process {
     /// Records of a type whose schema never arrived, or too short for it.
     pub(crate) unreadable: u64,
     pub(crate) types: HashMap<u32, TypeState>,
+    /// At most [`MAX_THREADS`]; records of further threads are taken in without per-thread
+    /// state (counted in `untracked_records`), so a stream naming millions of threads cannot
+    /// grow the hub.
     pub(crate) threads: BTreeMap<u64, ThreadState>,
+    /// Threads past [`MAX_THREADS`]: their records are counted in the totals, not per thread,
+    /// and a record of theirs seen twice is not recognised.
+    pub(crate) untracked_records: u64,
     /// The stream's schemas and threads as they arrived: what a new subscriber of the hub or
     /// a trace file needs before the records.
     pub(crate) wire_schemas: Vec<v1::Schema>,
     /// The same schemas as the hub read them (once): what a trace file written by the hub
     /// takes.
     pub(crate) schemas: Vec<Schema>,
-    pub(crate) wire_threads: Vec<v1::ThreadInfo>,
+    /// The threads' descriptions by id, in arrival order (a rename replaces its entry).
+    pub(crate) wire_threads: IndexMap<u64, v1::ThreadInfo>,
     /// Steering-log entries, as the gRPC API gives them, and as the pages get them.
     pub(crate) log_entries: VecDeque<v1::LogEntry>,
     /// The steering log and alerts as pages get them: all kept, and what is new since the
@@ -117,9 +139,10 @@ impl Process {
             unreadable: 0,
             types: HashMap::new(),
             threads: BTreeMap::new(),
+            untracked_records: 0,
             wire_schemas: Vec::new(),
             schemas: Vec::new(),
-            wire_threads: Vec::new(),
+            wire_threads: IndexMap::new(),
             log_entries: VecDeque::new(),
             log: VecDeque::new(),
             fresh_log: Vec::new(),
@@ -148,12 +171,15 @@ impl Process {
 
     /// Learns a thread's name.
     pub(crate) fn add_thread(&mut self, t: &ThreadInfo) {
-        let th = self.threads.entry(t.id).or_default();
-        if th.name != t.name || self.wire_threads.iter().all(|w| w.id != t.id) {
+        let Some(th) = thread_state(&mut self.threads, &mut self.untracked_records, t.id) else {
+            return;
+        };
+        if th.name != t.name || !self.wire_threads.contains_key(&t.id) {
             th.name = t.name.clone();
             th.name_sent = false;
             self.lifetimes.name_thread(t.id, &t.name);
-            self.wire_threads.push(gyr_proto::stream::wire_thread(t));
+            self.wire_threads
+                .insert(t.id, gyr_proto::stream::wire_thread(t));
         }
     }
 
@@ -189,11 +215,13 @@ impl Process {
 
     /// Takes in one record: counts, series, groups, alerts.
     pub(crate) fn ingest_record(&mut self, thread: u64, h: &RecordHeader, payload: &[u8]) {
-        let th = self.threads.entry(thread).or_default();
-        if th.last_seq.is_some_and(|l| h.seq <= l) {
-            return;
+        let mut th = thread_state(&mut self.threads, &mut self.untracked_records, thread);
+        if let Some(th) = th.as_deref_mut() {
+            if th.last_seq.is_some_and(|l| h.seq <= l) {
+                return;
+            }
+            th.last_seq = Some(h.seq);
         }
-        th.last_seq = Some(h.seq);
         self.lifetimes.record(thread, h, payload);
         let Some(ts) = self.types.get_mut(&h.type_id) else {
             self.unreadable += 1;
@@ -203,7 +231,9 @@ impl Process {
             self.unreadable += 1;
             return;
         }
-        th.count.count += 1;
+        if let Some(th) = th {
+            th.count.count += 1;
+        }
         self.received += 1;
         let t = h.timestamp as f64 / 1e9;
         ts.take(t, &self.scratch);
@@ -470,6 +500,36 @@ pub(crate) mod tests {
         assert_eq!(st.n, 1000);
         assert_eq!(st.max, 1.0);
         assert!(!s.dirty, "statistics are recomputed only after new values");
+    }
+
+    #[test]
+    fn threads_are_bounded_and_a_rename_replaces_its_description() {
+        let schema = Schema::new(3, "tick", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Pushed);
+        let mut b = batch(&schema, &[(1, vec![Value::UInt(1)])], 1);
+        for id in 1..=(MAX_THREADS as u64 + 100) {
+            b.threads = vec![v1::ThreadInfo {
+                id,
+                name: format!("t{id}"),
+                ..Default::default()
+            }];
+            b.blocks[0].thread = id;
+            assert_eq!(p.ingest_batch(&b), 1, "thread {id}'s event is taken in");
+            b.schemas.clear();
+        }
+        assert_eq!(p.threads.len(), MAX_THREADS);
+        assert_eq!(p.wire_threads.len(), MAX_THREADS);
+        // Each of the last 100 threads: its description and its record went untracked.
+        assert_eq!(p.untracked_records, 200);
+        // A rename replaces the description instead of adding one.
+        p.add_thread(&ThreadInfo {
+            id: 1,
+            name: "renamed".into(),
+            ..Default::default()
+        });
+        assert_eq!(p.wire_threads.len(), MAX_THREADS);
+        assert_eq!(p.wire_threads[&1].name, "renamed");
+        assert_eq!(p.wire_threads.get_index(0).unwrap().1.name, "renamed");
     }
 
     #[test]

@@ -133,6 +133,10 @@ pub struct ProcessSummary {
     /// Records of a type whose schema never reached the hub.
     #[cfg_attr(test, ts(type = "number"))]
     pub unreadable: u64,
+    /// Records of threads past the hub's limit per program, taken in without per-thread
+    /// counts.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub untracked_records: u64,
     /// Count and rate per event type, by name.
     pub types: IndexMap<String, Rate>,
     /// Its threads with events or a name.

@@ -271,7 +271,7 @@ fn header(p: &Process) -> TraceHeader {
 fn description(p: &Process) -> Description {
     Description {
         schemas: p.schemas.clone(),
-        threads: p.wire_threads.clone(),
+        threads: p.wire_threads.values().cloned().collect(),
     }
 }
 

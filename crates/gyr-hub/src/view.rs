@@ -156,6 +156,7 @@ fn summary(p: &mut Process, now: Instant, whole: bool) -> ProcessSummary {
         received: p.received,
         missed: p.missed,
         unreadable: p.unreadable,
+        untracked_records: p.untracked_records,
         types: rates,
         threads,
         objects: p.objects.as_ref().map(objects_view),
