@@ -65,6 +65,24 @@ enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// List the alerts a hub keeps (raised by its rules, or `gyr.alert` events), oldest first.
+    Alerts {
+        /// The hub's gRPC address (host:port).
+        #[arg(long)]
+        hub: String,
+        /// The hub's token, if it listens beyond this machine (default: $GYR_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+        /// Only this program's.
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Only the newest N.
+        #[arg(long, default_value_t = 0, hide_default_value = true)]
+        limit: u32,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// List a program's steering objects, attributes (with values), actuators and functions.
     Ls(steer_cmd::Target),
     /// Read attributes: `object.attribute`, or `object` for all of them.
@@ -246,6 +264,13 @@ fn main() -> ExitCode {
             hub: Some(hub),
             token,
         } => steer_cmd::ps_hub(&hub, token),
+        Command::Alerts {
+            hub,
+            token,
+            pid,
+            limit,
+            json,
+        } => steer_cmd::alerts(&hub, token, pid, limit, json),
         Command::Ls(t) => steer_cmd::ls(t),
         Command::Get {
             target,

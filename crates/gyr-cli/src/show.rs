@@ -223,6 +223,12 @@ pub(crate) fn changes(changes: &[v1::Change]) -> String {
     out
 }
 
+/// A time in ns since the Unix epoch as UTC to the millisecond: `2026-11-26T10:41:07.123Z`.
+pub(crate) fn utc(unix_ns: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
 /// One steering-log entry on one line.
 pub(crate) fn log_entry(e: &v1::LogEntry) -> String {
     let err = if e.error.is_empty() {

@@ -101,6 +101,66 @@ pub(crate) fn ps_hub(hub: &str, token: Option<String>) -> Result<ExitCode, Failu
     Ok(ExitCode::SUCCESS)
 }
 
+/// `gyr alerts --hub ADDR`: the alerts a hub keeps, oldest first.
+pub(crate) fn alerts(
+    hub: &str,
+    token: Option<String>,
+    pid: Option<u32>,
+    limit: u32,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let mut s = hub_session(hub, token)?;
+    let alerts = s.alerts(pid.unwrap_or(0), limit)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        for a in &alerts {
+            let line = serde_json::json!({
+                "pid": a.pid,
+                "unix_ns": a.unix_ns,
+                "severity": a.severity,
+                "message": a.message,
+                "rule": a.rule,
+            });
+            writeln!(out, "{line}").map_err(w)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if alerts.is_empty() {
+        writeln!(out, "the hub at {hub} has no alerts").map_err(w)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<23} {:>8}  {:<8}  {:<20}  MESSAGE",
+        "TIME (UTC)", "PID", "SEVERITY", "RULE"
+    )
+    .map_err(w)?;
+    for a in alerts {
+        writeln!(
+            out,
+            "{:<23} {:>8}  {:<8}  {:<20}  {}",
+            show::utc(a.unix_ns),
+            a.pid,
+            show::printable(&a.severity),
+            show::printable(&a.rule),
+            show::printable(&a.message)
+        )
+        .map_err(w)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A session with the hub at `hub`, refused with a clear message when it is a program's server.
+fn hub_session(hub: &str, token: Option<String>) -> Result<Session, Failure> {
+    let s = Session::connect(hub, token, "gyr-cli")?;
+    if !s.hello.hub {
+        return Err(Failure::input(anyhow::anyhow!(
+            "{hub} is a program's server, not a hub: give the address `gyr hub` printed"
+        )));
+    }
+    Ok(s)
+}
+
 pub(crate) fn ps() -> Result<ExitCode, Failure> {
     let found = discovery::discover().map_err(|e| Failure::from(anyhow::Error::new(e)))?;
     let mut out = std::io::stdout().lock();

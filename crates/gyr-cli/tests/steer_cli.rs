@@ -15,6 +15,24 @@ const STEPS: &str = "GYR_TEST_NBODY_STEPS";
 /// The program under steering: runs in a child process until killed, or for `$STEPS` steps.
 fn child_program() -> ! {
     let rt = gyr::init().expect("start gyr");
+    if let Some(message) = std::env::var_os(ALERT) {
+        // A program raising its own alert, as a `gyr.alert` event.
+        use gyr::gyr_core::{Field, FieldType, Value};
+        let alert = gyr::DynamicSensor::register(
+            "gyr.alert",
+            vec![
+                Field::new("severity", FieldType::Str),
+                Field::new("message", FieldType::Str),
+            ],
+        )
+        .expect("register gyr.alert");
+        alert
+            .emit(&[
+                Value::Str("warning".into()),
+                Value::Str(message.to_string_lossy().into_owned()),
+            ])
+            .expect("emit the alert");
+    }
     let sim = gyr_example_nbody::register(64).expect("register nbody");
     let stop = gyr_example_nbody::stop_flag();
     let steps = std::env::var(STEPS)
@@ -1052,6 +1070,46 @@ fn steering_a_pushing_program_through_a_hub() {
     // One live program: the hub's own address names it.
     assert_eq!(ok(d, &["get", &addr, "nbody.dt"]).trim(), "0.002");
     assert!(ok(d, &["log", &target]).contains("via hub"));
+}
+
+/// Set in a child program: it emits one `gyr.alert` event with this message.
+const ALERT: &str = "GYR_TEST_ALERT";
+
+#[test]
+fn the_hub_lists_a_programs_alerts() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_hub, addr) = start_hub(d);
+    assert!(ok(d, &["alerts", "--hub", &addr]).contains("has no alerts"));
+    let p = start(
+        "the_hub_lists_a_programs_alerts",
+        &[("GYR_HUB", &addr), (ALERT, "energy drifts")],
+    );
+    let pid = p.child.id().to_string();
+    wait_pushed(d, &addr, &pid);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listed = loop {
+        let out = ok(d, &["alerts", "--hub", &addr]);
+        if out.contains("energy drifts") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "the alert never showed: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let line = listed
+        .lines()
+        .find(|l| l.contains("energy drifts"))
+        .unwrap();
+    assert!(line.contains(&pid) && line.contains("warning"), "{listed}");
+    let json = ok(d, &["alerts", "--hub", &addr, "--json", "--pid", &pid]);
+    let v: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(v["message"], "energy drifts");
+    assert_eq!(v["severity"], "warning");
+    assert_eq!(v["pid"].as_u64().unwrap().to_string(), pid);
+    assert!(ok(d, &["alerts", "--hub", &addr, "--pid", "1"]).contains("has no alerts"));
 }
 
 #[test]

@@ -337,6 +337,17 @@ impl Session {
         call!(self, list_processes, v1::ListProcessesRequest {}).map(|r| r.processes)
     }
 
+    /// The expert-system rules the server runs, with their state.
+    pub fn rules(&mut self) -> Result<v1::ListRulesReply, ClientError> {
+        call!(self, list_rules, v1::ListRulesRequest {})
+    }
+
+    /// The alerts a hub keeps: `pid` 0 for every program's, at most `limit` (0: all), oldest
+    /// first.
+    pub fn alerts(&mut self, pid: u32, limit: u32) -> Result<Vec<v1::AlertInfo>, ClientError> {
+        call!(self, list_alerts, v1::ListAlertsRequest { pid, limit }).map(|r| r.alerts)
+    }
+
     /// The program's run state, rates and losses.
     pub fn status(&mut self) -> Result<v1::StatusReply, ClientError> {
         call!(self, status, v1::StatusRequest {})

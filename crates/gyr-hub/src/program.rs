@@ -242,7 +242,13 @@ impl Process {
                 .unwrap_or_default()
                 .iter()
                 .zip(&ts.schema.fields)
-                .map(|(v, f)| (f.name.clone(), v.to_string()))
+                .map(|(v, f)| {
+                    let text = match v {
+                        gyr_core::Value::Str(s) => s.clone(),
+                        v => v.to_string(),
+                    };
+                    (f.name.clone(), text)
+                })
                 .collect();
             let a = Alert {
                 pid: self.pid,

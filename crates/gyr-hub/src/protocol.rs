@@ -326,6 +326,21 @@ pub struct Alert {
     pub fields: IndexMap<String, String>,
 }
 
+impl Alert {
+    /// The alert as the gRPC API gives it, its time placed on the Unix clock by the program's
+    /// clock zero.
+    pub(crate) fn info(&self, clock_zero_unix_ns: u64) -> gyr_proto::v1::AlertInfo {
+        let field = |name: &str| self.fields.get(name).cloned().unwrap_or_default();
+        gyr_proto::v1::AlertInfo {
+            pid: self.pid,
+            unix_ns: clock_zero_unix_ns.saturating_add((self.t.max(0.0) * 1e9) as u64),
+            severity: field("severity"),
+            message: field("message"),
+            rule: field("rule"),
+        }
+    }
+}
+
 /// The replay's position and speed.
 #[derive(Debug, Clone, Default, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -244,6 +244,33 @@ impl v1::gyr_server::Gyr for HubService {
         Ok(Response::new(Box::pin(rx)))
     }
 
+    async fn list_rules(
+        &self,
+        req: Request<v1::ListRulesRequest>,
+    ) -> Result<Response<v1::ListRulesReply>, Status> {
+        self.shared.access.permission(&req)?;
+        Ok(Response::new(v1::ListRulesReply::default()))
+    }
+
+    async fn list_alerts(
+        &self,
+        req: Request<v1::ListAlertsRequest>,
+    ) -> Result<Response<v1::ListAlertsReply>, Status> {
+        self.shared.access.permission(&req)?;
+        let r = req.into_inner();
+        let mut alerts = Vec::new();
+        self.shared.programs.each(|p| {
+            if r.pid == 0 || r.pid == p.pid {
+                alerts.extend(p.alerts.iter().map(|a| a.info(p.clock_zero_unix_ns)));
+            }
+        });
+        alerts.sort_by_key(|a| a.unix_ns);
+        if r.limit > 0 && alerts.len() > r.limit as usize {
+            alerts.drain(..alerts.len() - r.limit as usize);
+        }
+        Ok(Response::new(v1::ListAlertsReply { alerts }))
+    }
+
     type LogStream = BoxStream<v1::LogEntry>;
 
     async fn log(&self, req: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {

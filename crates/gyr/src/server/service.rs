@@ -457,6 +457,40 @@ impl v1::gyr_server::Gyr for GyrService {
         Ok(Response::new(Box::pin(rx)))
     }
 
+    async fn list_rules(
+        &self,
+        req: Request<v1::ListRulesRequest>,
+    ) -> Result<Response<v1::ListRulesReply>, Status> {
+        self.access.permission(&req)?;
+        let rules = steer::repository::rules()
+            .into_iter()
+            .map(|r| v1::RuleInfo {
+                name: r.name,
+                on: r.event_type,
+                fired: r.fired,
+                errors: r.failed,
+                last_error: r.last_error.unwrap_or_default(),
+                ..Default::default()
+            })
+            .collect();
+        Ok(Response::new(v1::ListRulesReply {
+            origin: "the program's event/action repository".into(),
+            rules,
+            ..Default::default()
+        }))
+    }
+
+    async fn list_alerts(
+        &self,
+        req: Request<v1::ListAlertsRequest>,
+    ) -> Result<Response<v1::ListAlertsReply>, Status> {
+        self.access.permission(&req)?;
+        Err(Status::failed_precondition(
+            "a program keeps no alerts: its `gyr.alert` events are in its stream \
+             (`gyr watch PID gyr.alert`); a hub keeps every program's (`gyr alerts --hub ADDR`)",
+        ))
+    }
+
     type LogStream = BoxStream<v1::LogEntry>;
 
     async fn log(&self, req: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {
