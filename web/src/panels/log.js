@@ -23,7 +23,13 @@ function draw(p) {
   const alerts = S.alerts.filter((a) => a.pid === p.pid).slice(-100);
   if (alerts.length) {
     const lastAlert = alerts[alerts.length - 1];
-    rebuild($('alerts'), `${p.pid}:${alerts.length}:${lastAlert.t}`, () => alerts.map((a) => el('div', { class: 'refused' },
-      `${programTime(a.t)}  ${Object.entries(a.fields).map(([k, v]) => `${k}: ${value(v)}`).join(', ')}`)));
+    rebuild($('alerts'), `${p.pid}:${alerts.length}:${lastAlert.t}`, () => alerts.map((a) => {
+      // An alert of a rule reads as severity, message and rule; other fields follow.
+      const { severity, message, rule, ...rest } = a.fields;
+      const more = Object.entries(rest).map(([k, v]) => `${k}: ${value(v)}`).join(', ');
+      const text = [severity ? severity.toUpperCase() : '', message || '', rule ? `(rule ${rule})` : '', more]
+        .filter((x) => x).join('  ');
+      return el('div', { class: `alert ${severity || ''}` }, `${programTime(a.t)}  ${text}`);
+    }));
   }
 }
