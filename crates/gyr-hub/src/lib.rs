@@ -355,6 +355,12 @@ impl Hub {
         }
     }
 
+    /// How long the replayed traces last, in seconds (corrected when the replay is), if
+    /// replaying.
+    pub fn replay_duration(&self) -> Option<f64> {
+        self.shared.replay.as_ref().map(|r| r.duration_s())
+    }
+
     /// Where trace files are written, if recording.
     pub fn record_dir(&self) -> Option<&std::path::Path> {
         self.shared.store.as_ref().map(|s| s.dir())

@@ -87,12 +87,31 @@ impl Replay {
                 path: path.clone(),
                 reason: e.to_string(),
             })?;
+            // The replay lasts until the last record as it will be played: corrected times
+            // are earlier than recorded ones, so a corrected replay is measured corrected.
             let mut last = 0u64;
-            r.for_each_item(|item| {
-                if let Item::Record { record, .. } = item {
+            let mut causal = corrected
+                .then(|| CausalStream::new(CORRECT_MAX_HELD, Some(r.header().sensor_cost_ns)));
+            let mut released: Vec<Released> = Vec::new();
+            r.for_each_item(|item| match (item, causal.as_mut()) {
+                (Item::Schema(s), Some(c)) => c.add_schema(s),
+                (Item::Record { record, .. }, None) => {
                     last = last.max(record.header.timestamp);
                 }
+                (Item::Record { record, .. }, Some(c)) => {
+                    c.push(record.thread, record.header, record.payload, &mut released);
+                    for r in released.drain(..) {
+                        last = last.max(r.header.timestamp);
+                    }
+                }
+                _ => {}
             });
+            if let Some(c) = causal.as_mut() {
+                c.finish(&mut released);
+                for r in released.drain(..) {
+                    last = last.max(r.header.timestamp);
+                }
+            }
             let mut header = r.header().clone();
             if header.command_line.is_empty() {
                 header.command_line = vec![path.display().to_string()];
@@ -133,6 +152,11 @@ impl Replay {
             duration_ns,
             corrected,
         })
+    }
+
+    /// How long the traces last, in seconds, as played.
+    pub(crate) fn duration_s(&self) -> f64 {
+        self.duration_ns as f64 / 1e9
     }
 
     fn lock(&self) -> MutexGuard<'_, Clock> {

@@ -350,8 +350,9 @@ fn perturbed_recording(dir: &Path) -> PathBuf {
     path
 }
 
-/// The latest time of the replayed program's life-time view, once it took in every event.
-fn replayed_end(file: &Path, corrected: bool) -> f64 {
+/// The latest time of the replayed program's life-time view, once it took in every event, and
+/// the replay's duration.
+fn replayed_end(file: &Path, corrected: bool) -> (f64, f64) {
     let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
@@ -364,25 +365,35 @@ fn replayed_end(file: &Path, corrected: bool) -> f64 {
     .unwrap();
     hub.replay_command("pause", None).unwrap();
     hub.replay_command("seek", Some(f64::MAX)).unwrap();
-    wait_for("the replay's five thread events", || {
+    let end = wait_for("the replay's five thread events", || {
         let r = common::http_get(hub.addr(), &format!("/api/timeline?pid={}", PID + 7));
         let body = r.split("\r\n\r\n").nth(1).unwrap_or("");
         let tile: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
         (tile["events"] == 5).then(|| tile["now_s"].as_f64().unwrap())
-    })
+    });
+    (end, hub.replay_duration().unwrap())
 }
 
 #[test]
 fn a_corrected_replay_takes_the_blocked_time_out_of_both_threads() {
     let dir = tempfile::tempdir().unwrap();
     let file = perturbed_recording(dir.path());
-    let raw = replayed_end(&file, false);
+    let (raw, raw_duration) = replayed_end(&file, false);
     assert!((raw - 0.101).abs() < 1e-6, "raw end {raw}");
+    assert!(
+        (raw_duration - 0.101).abs() < 1e-6,
+        "raw duration {raw_duration}"
+    );
     // Thread 1 releases at 10 ms once its 90 ms are removed; thread 2, which waited for that
     // release, gets the mutex 0.1 ms later and holds it 0.9 ms.
-    let corrected = replayed_end(&file, true);
+    let (corrected, duration) = replayed_end(&file, true);
     assert!(
         (corrected - 0.011).abs() < 1e-6,
         "corrected end {corrected}"
+    );
+    // The replay bar spans the corrected run, not the recorded one.
+    assert!(
+        (duration - 0.011).abs() < 1e-6,
+        "corrected duration {duration}"
     );
 }
