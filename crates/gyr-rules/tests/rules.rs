@@ -607,12 +607,12 @@ fn throughput() {
     let mut rules = String::new();
     for t in 0..10 {
         let on = format!("t{t}");
-        let shapes = [
-            format!("rose(\"x\", 2, 20)"),
-            format!("dropped(\"x\", 4, 100)"),
-            format!("stalled(\"y\", 0.1, 50) && iter > 100"),
-            format!("oscillates(\"y\", 10) || mean(\"x\", 10) > 1e6"),
-            format!("outside(y, -1e9, 1e9) || rel_diff(x, y) > 1e9"),
+        let shapes: [&str; 5] = [
+            "rose(\"x\", 2, 20)",
+            "dropped(\"x\", 4, 100)",
+            "stalled(\"y\", 0.1, 50) && iter > 100",
+            "oscillates(\"y\", 10) || mean(\"x\", 10) > 1e6",
+            "outside(y, -1e9, 1e9) || rel_diff(x, y) > 1e9",
         ];
         for (i, when) in shapes.iter().enumerate() {
             let then = if i == 0 {

@@ -57,6 +57,7 @@ impl fmt::Display for Severity {
 /// One thing a firing asks its host to do (or, for `Assert` and `Retract`, what it did to
 /// working memory).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Action {
     /// Tell the user.
     Alert {

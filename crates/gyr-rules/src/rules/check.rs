@@ -294,13 +294,13 @@ fn literal_checks(
             k_of(0, 0)?;
         }
         "alert" => {
-            if let Some(s) = lit(0) {
-                if Severity::parse(s).is_none() {
-                    return Err((
-                        arg_pos(0),
-                        format!("`{s}` is not a severity: use {}", Severity::NAMES),
-                    ));
-                }
+            if let Some(s) = lit(0)
+                && Severity::parse(s).is_none()
+            {
+                return Err((
+                    arg_pos(0),
+                    format!("`{s}` is not a severity: use {}", Severity::NAMES),
+                ));
             }
         }
         "signal" => {

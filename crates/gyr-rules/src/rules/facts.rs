@@ -148,10 +148,10 @@ impl Refraction {
     }
 
     pub(crate) fn insert(&mut self, rule: usize, ids: Vec<u64>) {
-        if self.fired.len() >= MAX_ACTIVATIONS {
-            if let Some(old) = self.order.pop_front() {
-                self.fired.remove(&old);
-            }
+        if self.fired.len() >= MAX_ACTIVATIONS
+            && let Some(old) = self.order.pop_front()
+        {
+            self.fired.remove(&old);
         }
         if self.fired.insert((rule, ids.clone())) {
             self.order.push_back((rule, ids));

@@ -385,16 +385,16 @@ pub(crate) fn parse(src: &Source) -> Result<Vec<ParsedRule>, RulesError> {
         }
         let spanned = |s: Option<Spanned<String>>| s.map(|s| (s.get_ref().clone(), s.span().start));
         let on = spanned(r.on);
-        if let Some((on, at)) = &on {
-            if gyr_core::Schema::new(1, on.clone(), vec![]).is_err() {
-                return Err(src.error(
+        if let Some((on, at)) = &on
+            && gyr_core::Schema::new(1, on.clone(), vec![]).is_err()
+        {
+            return Err(src.error(
                     *at,
                     Some(&name),
                     format!(
                         "`{on}` is not an event type's name: use letters, digits, `_`, `.` and `-`, starting with a letter (as `gyr trace stats` lists them)"
                     ),
                 ));
-            }
         }
         let per = spanned(r.per);
         if let Some((per, at)) = &per {

@@ -824,26 +824,25 @@ impl Engine {
                 let mut st = self.set.state.borrow_mut();
                 let st = &mut *st;
                 st.expl.clear();
-                if let Some(cond) = &self.set.rules[ri].native {
-                    if let Some(group) = st
+                if let Some(cond) = &self.set.rules[ri].native
+                    && let Some(group) = st
                         .programs
                         .get(&ev.pid)
                         .and_then(|p| p.parts.get(part))
                         .and_then(|g| g.slab.get(gi))
-                    {
-                        let mut env = Env {
-                            slots: &pr.slots,
-                            values: ev.values,
-                            t,
-                            pid: i64::from(ev.pid),
-                            group,
-                            bad: &pp.bad,
-                            expl: &mut st.expl,
-                        };
-                        match native::eval(&cond.root, &mut env) {
-                            Some(V::B(b)) => verdict = Some(b),
-                            _ => st.expl.clear(),
-                        }
+                {
+                    let mut env = Env {
+                        slots: &pr.slots,
+                        values: ev.values,
+                        t,
+                        pid: i64::from(ev.pid),
+                        group,
+                        bad: &pp.bad,
+                        expl: &mut st.expl,
+                    };
+                    match native::eval(&cond.root, &mut env) {
+                        Some(V::B(b)) => verdict = Some(b),
+                        _ => st.expl.clear(),
                     }
                 }
                 if verdict.is_none() {

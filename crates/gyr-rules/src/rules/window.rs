@@ -379,9 +379,7 @@ pub(crate) fn stalled(field: u32, ring: &Ring, pct: f64, k: usize) -> (bool, Exp
         sum_abs += x.abs();
     });
     let mean_abs = sum_abs / values.max(1) as f64;
-    let change_pct = if values == 0 {
-        0.0
-    } else if mean_abs == 0.0 {
+    let change_pct = if values == 0 || mean_abs == 0.0 {
         0.0
     } else {
         100.0 * (hi - lo) / mean_abs
