@@ -2,7 +2,7 @@
 //!
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump),
 //! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
-//! commands, `script_cmd` (the engine is `gyr-rules`), `attach`, `run_cmd`); `client` and
+//! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test` and `rules check`), `attach`, `run_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
@@ -15,6 +15,7 @@ mod client;
 mod demo;
 mod demo_heat;
 mod hub_cmd;
+mod rules_cmd;
 mod run_cmd;
 mod script_cmd;
 mod show;
@@ -190,9 +191,21 @@ enum Command {
     /// Steer a program interactively: a command line with history and completion, the
     /// program's objects, and live events and steering changes as they happen.
     Attach(steer_cmd::Target),
+    /// Expert-system rules: `gyr rules test rules.toml run.gyr` replays traces through them.
+    #[command(subcommand)]
+    Rules(RulesCommand),
     /// Run an unmodified C or C++ program with its pthread events recorded:
     /// `gyr run --threads [--trace FILE] -- PROGRAM ARGS...` (exits with the program's status).
     Run(run_cmd::RunArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum RulesCommand {
+    /// Replay trace files through a rules file: every firing (time, program, rule, why,
+    /// actions), then each rule's counters.
+    Test(rules_cmd::TestArgs),
+    /// Load a rules file and list what each rule watches, or say where it is wrong.
+    Check(rules_cmd::CheckArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -309,6 +322,8 @@ fn main() -> ExitCode {
         } => steer_cmd::watch(target, types, thread, json, limit),
         Command::Script { target, file } => script_cmd::run_file(target, &file),
         Command::Attach(t) => attach::run(t),
+        Command::Rules(RulesCommand::Test(a)) => rules_cmd::test(a),
+        Command::Rules(RulesCommand::Check(a)) => rules_cmd::check(a),
         Command::Run(a) => run_cmd::run(a),
     };
     match result {

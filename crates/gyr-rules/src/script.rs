@@ -18,19 +18,21 @@
 //!
 //! # Limits
 //!
-//! A script is the user's, but it must not take the client down: a string doubled in a loop
-//! would ask for gigabytes, and endless recursion would overflow the stack. The engine bounds
-//! the size of every value (`DEFAULT_MAX_STRING_SIZE`, `DEFAULT_MAX_ARRAY_SIZE`,
-//! `DEFAULT_MAX_MAP_SIZE`, counting everything nested in it), how many variables live at once,
-//! how deep calls and expressions nest, and allows no modules; together they keep a script
-//! within a few hundred megabytes. Going past a limit stops the script with its line and the
-//! limit, as the user's fault.
+//! A script is the user's, but it must not take the client down. The engine is the one rules
+//! run on too ([`crate::limits`]): it bounds the size of every value, how many variables live
+//! at once, how deep calls and expressions nest, and allows no modules; together they keep a
+//! script within a few hundred megabytes. Going past a limit stops the script with its line
+//! and the limit, as the user's fault.
 //!
 //! Time is not bounded: a script that watches a program for hours (`next_event`, `wait_paused`,
 //! `sleep` in a loop) runs as long as it likes. What is bounded is work without the program:
 //! `DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS` operations with no call to it in between is a loop
 //! that can never end, and stops the script.
 
+use crate::limits::{
+    DEFAULT_MAX_ARRAY_SIZE, DEFAULT_MAX_CALL_LEVELS, DEFAULT_MAX_EXPR_DEPTHS, DEFAULT_MAX_MAP_SIZE,
+    DEFAULT_MAX_STRING_SIZE, DEFAULT_MAX_VARIABLES, limited_engine,
+};
 use gyr_client::Session;
 use gyr_client::command::{self, SensorScope, SensorSetting};
 use gyr_client::events::EventDecoder;
@@ -44,19 +46,6 @@ use std::time::{Duration, Instant};
 /// Most operations a script runs between two calls to the program or `sleep` (about a minute
 /// of pure computation): more is an endless loop, since nothing it waits for can change.
 pub const DEFAULT_MAX_OPERATIONS_BETWEEN_CALLS: u64 = 100_000_000;
-/// Longest string, in bytes (all strings within one array or map count together).
-const DEFAULT_MAX_STRING_SIZE: usize = 1 << 20;
-/// Most elements in one array or bytes in one blob, nested ones included.
-const DEFAULT_MAX_ARRAY_SIZE: usize = 65_536;
-/// Most properties in one object map, nested ones included.
-const DEFAULT_MAX_MAP_SIZE: usize = 4_096;
-/// Most variables alive at once (every value is bounded by the limits above, so this bounds
-/// the script's memory: a few hundred megabytes at worst).
-const DEFAULT_MAX_VARIABLES: usize = 256;
-/// Deepest nesting of calls to the script's own functions.
-const DEFAULT_MAX_CALL_LEVELS: usize = 64;
-/// Deepest nesting of expressions at the top level and within functions.
-const DEFAULT_MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
 /// Most memory the client may hold while a script runs, checked every
 /// [`MEMORY_CHECK_EVERY`] operations where the system reports it (Linux): the value limits
 /// above are not enforced on every path (rhai checks a map's entry, not the map, when one is
@@ -64,8 +53,6 @@ const DEFAULT_MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
 pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
 /// Operations between two looks at the client's memory (a look costs a few microseconds).
 const MEMORY_CHECK_EVERY: u64 = 256;
-/// Modules a script may import: none, since a steering script is one file.
-const DEFAULT_MAX_MODULES: usize = 0;
 /// The stack of the thread a script runs on, enough for the deepest nesting allowed even in a
 /// debug build (it is reserved, not used, until the script nests that deep).
 const SCRIPT_STACK_SIZE: usize = 256 << 20;
@@ -332,13 +319,6 @@ const TOO_MUCH_MEMORY: &str = "memory";
 /// program, which starts the budget of `max_ops` operations over; `max_memory` bounds the
 /// client's resident memory.
 fn set_limits(e: &mut Engine, called: Rc<Cell<bool>>, max_ops: u64, max_memory: u64) {
-    e.set_max_string_size(DEFAULT_MAX_STRING_SIZE)
-        .set_max_array_size(DEFAULT_MAX_ARRAY_SIZE)
-        .set_max_map_size(DEFAULT_MAX_MAP_SIZE)
-        .set_max_variables(DEFAULT_MAX_VARIABLES)
-        .set_max_call_levels(DEFAULT_MAX_CALL_LEVELS)
-        .set_max_expr_depths(DEFAULT_MAX_EXPR_DEPTHS.0, DEFAULT_MAX_EXPR_DEPTHS.1)
-        .set_max_modules(DEFAULT_MAX_MODULES);
     // No limit on operations overall (`set_max_operations` would end a long watch): the
     // budget starts over at every call to the program.
     let since = Cell::new(0u64);
@@ -356,7 +336,7 @@ fn set_limits(e: &mut Engine, called: Rc<Cell<bool>>, max_ops: u64, max_memory: 
 
 /// An engine whose steering functions act on `session`.
 fn engine(ctx: Rc<Ctx>) -> Engine {
-    let mut e = Engine::new();
+    let mut e = limited_engine();
     set_limits(
         &mut e,
         ctx.called.clone(),
@@ -601,7 +581,7 @@ mod tests {
     use super::*;
 
     fn limited(max_ops: u64, max_memory: u64) -> (Engine, Rc<Cell<bool>>) {
-        let mut e = Engine::new();
+        let mut e = limited_engine();
         let called = Rc::new(Cell::new(true));
         set_limits(&mut e, called.clone(), max_ops, max_memory);
         let c = called.clone();
