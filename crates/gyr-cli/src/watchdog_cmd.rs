@@ -293,7 +293,6 @@ fn check(
         lines.feed(&buf[..n], &mut on_line);
     }
     lines.flush(&mut on_line);
-    drop(on_line);
     result?;
     let st = parser.stats();
     eprintln!(

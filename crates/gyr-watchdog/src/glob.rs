@@ -161,7 +161,7 @@ fn match_component(pat: &str, name: &str) -> Option<Option<String>> {
             .char_indices()
             .chain(std::iter::once((name.len(), ' ')))
         {
-            if !wild_match(before.as_bytes(), name[..i].as_bytes()) {
+            if !wild_match(before.as_bytes(), &name.as_bytes()[..i]) {
                 continue;
             }
             for (j, _) in name[i..]
@@ -169,7 +169,7 @@ fn match_component(pat: &str, name: &str) -> Option<Option<String>> {
                 .chain(std::iter::once((name.len() - i, ' ')))
             {
                 let inst = &name[i..i + j];
-                if !inst.is_empty() && wild_match(after.as_bytes(), name[i + j..].as_bytes()) {
+                if !inst.is_empty() && wild_match(after.as_bytes(), &name.as_bytes()[i + j..]) {
                     return Some(Some(inst.to_owned()));
                 }
             }

@@ -497,7 +497,7 @@ pub fn run(spec: Spec, opts: Options) -> Result<Outcome, Error> {
     if let Some(s) = lock(&sup).as_mut()
         && let Err(e) = s.start()
     {
-        drop(rt.shutdown());
+        let _ = rt.shutdown();
         return Err(Error::Start(e));
     }
 
