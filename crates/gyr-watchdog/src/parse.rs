@@ -46,10 +46,13 @@ pub struct ParseStats {
 /// overflow) as NaN.
 pub fn parse_f64(s: &str) -> Option<f64> {
     let s = s.trim();
-    if let Ok(x) = s.parse::<f64>() {
+    let b = s.as_bytes();
+    // Fortran's exponent letters never parse: go straight to the rewriting below.
+    if !b.iter().any(|c| matches!(c, b'D' | b'd' | b'Q' | b'q'))
+        && let Ok(x) = s.parse::<f64>()
+    {
         return Some(x);
     }
-    let b = s.as_bytes();
     if b.is_empty() || b.len() > 64 {
         return None;
     }
