@@ -341,7 +341,7 @@ fn files_of_a_running_program_are_followed_without_process_control() {
             "--files",
             "run.log",
             "--until-idle",
-            "3",
+            "8",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
