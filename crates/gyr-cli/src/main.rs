@@ -2,7 +2,8 @@
 //!
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump),
 //! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
-//! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test` and `rules check`), `attach`, `run_cmd`); `client` and
+//! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
+//! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
@@ -23,6 +24,7 @@ mod spec_cmd;
 mod steer_cmd;
 mod trace_cmd;
 mod trace_convert;
+mod watchdog_cmd;
 
 use clap::{Parser, Subcommand};
 use gyr_client::command;
@@ -197,6 +199,11 @@ enum Command {
     /// Run an unmodified C or C++ program with its pthread events recorded:
     /// `gyr run --threads [--trace FILE] -- PROGRAM ARGS...` (exits with the program's status).
     Run(run_cmd::RunArgs),
+    /// Watch an unmodified program's output (stdout, stderr, files) as typed events by a spec,
+    /// and steer it (restart with changed arguments, stop, signal) through the `watched`
+    /// object: `gyr watchdog --spec S.toml -- PROGRAM ARGS...` (exits with its status);
+    /// `--files GLOB` follows a program already running; `--check S.toml [--sample FILE]`.
+    Watchdog(watchdog_cmd::WatchdogArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -325,6 +332,7 @@ fn main() -> ExitCode {
         Command::Rules(RulesCommand::Test(a)) => rules_cmd::test(a),
         Command::Rules(RulesCommand::Check(a)) => rules_cmd::check(a),
         Command::Run(a) => run_cmd::run(a),
+        Command::Watchdog(a) => watchdog_cmd::run(a),
     };
     match result {
         Ok(code) => code,
