@@ -39,6 +39,10 @@ pub(crate) struct HubArgs {
     /// (Origin) are refused.
     #[arg(long, value_name = "NAME[:PORT]")]
     allow_host: Vec<String>,
+    /// Run these expert-system rules over every program's events (TOML with rhai
+    /// expressions; see docs/rules.md); the file is read again when it changes.
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
 }
 
 pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
@@ -58,6 +62,7 @@ pub(crate) fn run(a: HubArgs) -> Result<ExitCode, Failure> {
         record: a.record,
         replay: a.replay,
         allow_hosts: a.allow_host,
+        rules: a.rules,
         ..Default::default()
     })
     .map_err(|e| match e {

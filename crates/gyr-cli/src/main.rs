@@ -213,6 +213,19 @@ enum RulesCommand {
     Test(rules_cmd::TestArgs),
     /// Load a rules file and list what each rule watches, or say where it is wrong.
     Check(rules_cmd::CheckArgs),
+    /// The rules a hub runs (`gyr hub --rules FILE`) with their state: fired, last firing,
+    /// errors, and a newer version of the file it refused.
+    List {
+        /// The hub's gRPC address (host:port).
+        #[arg(long)]
+        hub: String,
+        /// The hub's token, if it listens beyond this machine (default: $GYR_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -331,6 +344,9 @@ fn main() -> ExitCode {
         Command::Attach(t) => attach::run(t),
         Command::Rules(RulesCommand::Test(a)) => rules_cmd::test(a),
         Command::Rules(RulesCommand::Check(a)) => rules_cmd::check(a),
+        Command::Rules(RulesCommand::List { hub, token, json }) => {
+            steer_cmd::rules(&hub, token, json)
+        }
         Command::Run(a) => run_cmd::run(a),
         Command::Watchdog(a) => watchdog_cmd::run(a),
     };

@@ -131,19 +131,101 @@ pub(crate) fn alerts(
     }
     writeln!(
         out,
-        "{:<23} {:>8}  {:<8}  {:<20}  MESSAGE",
+        "{:<24} {:>8}  {:<8}  {:<32}  MESSAGE",
         "TIME (UTC)", "PID", "SEVERITY", "RULE"
     )
     .map_err(w)?;
     for a in alerts {
         writeln!(
             out,
-            "{:<23} {:>8}  {:<8}  {:<20}  {}",
+            "{:<24} {:>8}  {:<8}  {:<32}  {}",
             show::utc(a.unix_ns),
             a.pid,
             show::printable(&a.severity),
             show::printable(&a.rule),
             show::printable(&a.message)
+        )
+        .map_err(w)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gyr rules list --hub ADDR`: the rules a hub runs and their state.
+pub(crate) fn rules(hub: &str, token: Option<String>, json: bool) -> Result<ExitCode, Failure> {
+    let mut s = hub_session(hub, token)?;
+    let r = s.rules()?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let rules: Vec<_> = r
+            .rules
+            .iter()
+            .map(|x| {
+                serde_json::json!({
+                    "name": x.name, "on": x.on, "when": x.when, "fired": x.fired,
+                    "last_fired_unix_ns": x.last_fired_unix_ns, "last_pid": x.last_pid,
+                    "errors": x.errors, "last_error": x.last_error,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "origin": r.origin, "loaded_unix_ns": r.loaded_unix_ns,
+            "load_error": r.load_error, "rules": rules,
+        });
+        writeln!(out, "{v}").map_err(w)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if r.origin.is_empty() {
+        writeln!(
+            out,
+            "the hub at {hub} runs no rules: start it with `gyr hub --rules FILE`"
+        )
+        .map_err(w)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "rules from {} (loaded {})",
+        show::printable(&r.origin),
+        show::utc(r.loaded_unix_ns)
+    )
+    .map_err(w)?;
+    if !r.load_error.is_empty() {
+        writeln!(
+            out,
+            "the file's latest version was refused; the rules below go on:\n  {}",
+            show::printable(&r.load_error)
+        )
+        .map_err(w)?;
+    }
+    writeln!(
+        out,
+        "{:<32} {:<24} {:>7} {:<24} {:>8} {:>6}  LAST ERROR",
+        "RULE", "ON", "FIRED", "LAST FIRED (UTC)", "PID", "ERRORS"
+    )
+    .map_err(w)?;
+    for x in &r.rules {
+        writeln!(
+            out,
+            "{:<32} {:<24} {:>7} {:<24} {:>8} {:>6}  {}",
+            show::printable(&x.name),
+            if x.on.is_empty() {
+                "(facts)".into()
+            } else {
+                show::printable(&x.on)
+            },
+            x.fired,
+            if x.last_fired_unix_ns == 0 {
+                "-".into()
+            } else {
+                show::utc(x.last_fired_unix_ns)
+            },
+            if x.last_pid == 0 {
+                "-".into()
+            } else {
+                x.last_pid.to_string()
+            },
+            x.errors,
+            show::printable(&x.last_error)
         )
         .map_err(w)?;
     }

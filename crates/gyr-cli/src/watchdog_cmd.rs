@@ -45,6 +45,10 @@ pub(crate) struct WatchdogArgs {
     /// Watching files only: end after SECS without a new line (default: until Ctrl-C).
     #[arg(long, value_name = "SECS")]
     until_idle: Option<f64>,
+    /// After the program ends, keep watching for SECS more, so that a rule (the hub's) or a
+    /// user can still restart it (default: 3 with --hub or GYR_HUB, else 0).
+    #[arg(long, value_name = "SECS")]
+    linger: Option<f64>,
     /// The instance of stdout, stderr and files without `{instance}` in their glob.
     #[arg(long, value_name = "NAME", default_value = "")]
     instance: String,
@@ -96,6 +100,18 @@ pub(crate) fn run(args: WatchdogArgs) -> Result<ExitCode, Failure> {
         }
         None => None,
     };
+    let linger = match args.linger {
+        Some(s) if s.is_finite() && (0.0..1e6).contains(&s) => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Err(Failure::input(anyhow!(
+                "--linger {s}: give seconds, 0 or more"
+            )));
+        }
+        None if args.hub.is_some() || std::env::var_os("GYR_HUB").is_some() => {
+            Duration::from_secs(3)
+        }
+        None => Duration::ZERO,
+    };
     let dir = match &args.dir {
         Some(d) => std::path::absolute(d)?,
         None => std::env::current_dir()?,
@@ -111,6 +127,7 @@ pub(crate) fn run(args: WatchdogArgs) -> Result<ExitCode, Failure> {
         quiet: args.quiet,
         show_unmatched: args.show_unmatched,
         until_idle,
+        linger,
     };
     let program = opts.command.first().cloned();
     let out = gyr_watchdog::run(spec, opts).map_err(|e| match e {

@@ -382,7 +382,7 @@ fn check_prints_the_event_types_and_what_a_sample_gives() {
     let d = dir.path();
     let out = ok(d, &["watchdog", "--check", "spec.toml"]);
     assert!(
-        out.contains("solver.residual { iter: u32, res: f64, instance: string }"),
+        out.contains("solver.residual { iter: u32, res: f64, instance: string, run: u32 }"),
         "{out}"
     );
     assert!(out.contains("design solver.residual.res"), "{out}");

@@ -172,6 +172,9 @@ pub(crate) struct TypeState {
     pub(crate) alert: bool,
     /// `gyr.steer`: in a replay, the steering log is rebuilt from these.
     pub(crate) steer: bool,
+    /// Whether the hub's rules watch this type, as of the rules' generation `rules_generation`.
+    pub(crate) ruled: bool,
+    pub(crate) rules_generation: u64,
 }
 
 /// The event type whose events feed the alerts panel.
@@ -224,6 +227,8 @@ impl TypeState {
         TypeState {
             alert: schema.name == ALERT_EVENT,
             steer: schema.name == STEER_EVENT,
+            ruled: false,
+            rules_generation: 0,
             schema,
             count: TypeCount::default(),
             series,

@@ -16,6 +16,7 @@ mod output;
 mod program;
 pub mod protocol;
 mod replay;
+mod rules;
 mod service;
 mod store;
 mod view;
@@ -77,6 +78,9 @@ pub enum HubError {
     /// The async runtime could not start.
     #[error("cannot start the hub's runtime: {0}")]
     Runtime(std::io::Error),
+    /// The rules file is not valid (its file, line and column say where).
+    #[error("the rules file was refused: {0}")]
+    Rules(#[from] gyr_rules::RulesError),
 }
 
 /// How the hub runs.
@@ -107,6 +111,9 @@ pub struct HubConfig {
     /// Replay them in causal order with the time monitoring took removed from each thread
     /// (`gyr trace view --correct`; see `gyr_trace::perturbation`).
     pub replay_corrected: bool,
+    /// A rules file (TOML with rhai expressions, `gyr_rules`) run over every program's
+    /// events; read again when it changes.
+    pub rules: Option<PathBuf>,
     /// More names the web UI may be reached by (`NAME` or `NAME:PORT`), beyond its own
     /// address (and `localhost` on loopback): a tunnel's or a proxy's. Requests naming another
     /// host (`Host`), or coming from a page of another site (`Origin`), are refused.
@@ -129,6 +136,7 @@ impl Default for HubConfig {
             record_queue_bytes: DEFAULT_RECORD_QUEUE_BYTES,
             replay: Vec::new(),
             replay_corrected: false,
+            rules: None,
             allow_hosts: Vec::new(),
             limits: gyr_proto::listen::Limits::default(),
         }
@@ -153,6 +161,8 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The names the web UI may be reached by.
     pub(crate) hosts: web::AllowedHosts,
+    /// The expert system, when a rules file was given.
+    pub(crate) rules: Option<rules::Rules>,
 }
 
 impl Shared {
@@ -166,6 +176,33 @@ impl Shared {
                 dropped: s.dropped.load(Relaxed),
             }),
         }
+    }
+
+    /// Tells `p` which event types the rules watch, before its events are taken in.
+    pub(crate) fn watch_for_rules(&self, p: &mut program::Process) {
+        if let Some(r) = &self.rules {
+            let w = r.watch();
+            if p.rules_watch.as_ref().is_none_or(|o| !Arc::ptr_eq(o, &w)) {
+                p.rules_watch = Some(w);
+            }
+        }
+    }
+
+    /// Hands the events `p` took in for the rules to the rules thread (with `all`, even a
+    /// few; otherwise once there are enough to be worth a message).
+    pub(crate) fn feed_rules(&self, p: &mut program::Process, all: bool) {
+        let Some(r) = &self.rules else { return };
+        if p.rules_out.is_empty() || (!all && p.rules_out.len() < 256) {
+            return;
+        }
+        let schemas = p.schemas[p.rules_schemas.min(p.schemas.len())..].to_vec();
+        p.rules_schemas = p.schemas.len();
+        r.feed(rules::Input {
+            pid: p.pid,
+            program: p.name().into(),
+            schemas,
+            events: std::mem::take(&mut p.rules_out),
+        });
     }
 
     pub(crate) fn clients(&self) -> MutexGuard<'_, HashMap<u32, ProgramClient>> {
@@ -187,7 +224,9 @@ impl Shared {
                 return None;
             }
             let known = p.schemas.len();
+            self.watch_for_rules(p);
             let n = p.ingest_batch(&batch);
+            self.feed_rules(p, true);
             self.outputs.forward(p, &batch);
             if let Some(s) = &self.store {
                 s.batch(p, p.schemas[known..].to_vec(), Arc::new(batch));
@@ -267,6 +306,10 @@ impl Hub {
                 addr: config.listen,
                 source,
             })?;
+        let rules = match &config.rules {
+            Some(path) => Some(rules::Rules::load(path)?),
+            None => None,
+        };
         let (updates, _) = tokio::sync::broadcast::channel(256);
         let shared = Arc::new(Shared {
             programs: Programs::default(),
@@ -280,7 +323,9 @@ impl Hub {
                 None => Access::open(Server::Hub),
             },
             hosts: web::AllowedHosts::new(addr, &config.allow_hosts),
+            rules,
         });
+        rules::Rules::start(&shared, runtime.handle().clone()).map_err(HubError::Runtime)?;
         if shared.replay.is_some() {
             replay::Replay::start(&shared).map_err(HubError::Runtime)?;
         } else if config.discover {

@@ -113,6 +113,12 @@ pub(crate) struct Process {
     /// The thread life-time view.
     pub(crate) lifetimes: crate::lifetimes::Lifetimes,
     scratch: Vec<f64>,
+    /// The event types the hub's rules watch, when it runs rules.
+    pub(crate) rules_watch: Option<Arc<crate::rules::Watch>>,
+    /// Events of those types taken in and not yet handed to the rules: (type, time, values).
+    pub(crate) rules_out: Vec<(u32, u64, Vec<gyr_core::Value>)>,
+    /// How many of `schemas` the rules have been given.
+    pub(crate) rules_schemas: usize,
 }
 
 impl Process {
@@ -150,6 +156,9 @@ impl Process {
             alerts: VecDeque::new(),
             lifetimes: Default::default(),
             scratch: Vec::new(),
+            rules_watch: None,
+            rules_out: Vec::new(),
+            rules_schemas: 0,
         }
     }
 
@@ -181,6 +190,30 @@ impl Process {
             self.wire_threads
                 .insert(t.id, gyr_proto::stream::wire_thread(t));
         }
+    }
+
+    /// An alert a rule of the hub raised about this program, at `t` seconds of its clock.
+    pub(crate) fn raise_alert(&mut self, t: f64, severity: &str, message: &str, rule: &str) {
+        let a = Alert {
+            pid: self.pid,
+            t,
+            fields: [("severity", severity), ("message", message), ("rule", rule)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        };
+        self.alerts.push_back(a.clone());
+        if self.alerts.len() > LOG_ENTRIES {
+            self.alerts.pop_front();
+        }
+        push_fresh(&mut self.fresh_alerts, a);
+    }
+
+    /// The name rules know this program by: its command's file name.
+    pub(crate) fn name(&self) -> &str {
+        self.command_line
+            .first()
+            .map_or("", |c| crate::rules::program_name(c))
     }
 
     /// Takes in one batch of the program's stream; returns the events taken in.
@@ -237,6 +270,17 @@ impl Process {
         self.received += 1;
         let t = h.timestamp as f64 / 1e9;
         ts.take(t, &self.scratch);
+        if let Some(w) = &self.rules_watch {
+            if ts.rules_generation != w.generation {
+                ts.rules_generation = w.generation;
+                ts.ruled = w.names.contains(&ts.schema.name);
+            }
+            if ts.ruled
+                && let Ok(values) = decode(&ts.schema, payload)
+            {
+                self.rules_out.push((h.type_id, h.timestamp, values));
+            }
+        }
         if ts.alert {
             let fields = decode(&ts.schema, payload)
                 .unwrap_or_default()

@@ -336,7 +336,13 @@ impl Alert {
             unix_ns: clock_zero_unix_ns.saturating_add((self.t.max(0.0) * 1e9) as u64),
             severity: field("severity"),
             message: field("message"),
-            rule: field("rule"),
+            // A program's own alert names the event it came from (a watch-dog's does).
+            rule: self
+                .fields
+                .get("rule")
+                .or_else(|| self.fields.get("event"))
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 }

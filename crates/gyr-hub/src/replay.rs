@@ -315,10 +315,17 @@ fn feed(shared: &Shared, replay: &Replay, f: &File, generation: u64) -> Fed {
     let mut reached = 0u64;
     let mut play = |thread: u64, header: &RecordHeader, payload: &[u8]| {
         let at = f.offset_ns + header.timestamp;
-        if at > reached {
+        // After a wait for the clock, what the rules have is handed over at once: they see a
+        // replay as it plays, not in bursts.
+        let waited = at > reached;
+        if waited {
             reached = wait_until(replay, at, generation)?;
         }
-        with_process(shared, f.pid, |p| p.ingest_record(thread, header, payload));
+        with_process(shared, f.pid, |p| {
+            shared.watch_for_rules(p);
+            p.ingest_record(thread, header, payload);
+            shared.feed_rules(p, waited);
+        });
         Ok::<(), Fed>(())
     };
     // Corrected: through the ordering filter and the corrector first.
@@ -371,6 +378,7 @@ fn feed(shared: &Shared, replay: &Replay, f: &File, generation: u64) -> Fed {
             outcome = o;
         }
     }
+    with_process(shared, f.pid, |p| shared.feed_rules(p, true));
     outcome
 }
 

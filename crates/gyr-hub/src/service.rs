@@ -249,7 +249,13 @@ impl v1::gyr_server::Gyr for HubService {
         req: Request<v1::ListRulesRequest>,
     ) -> Result<Response<v1::ListRulesReply>, Status> {
         self.shared.access.permission(&req)?;
-        Ok(Response::new(v1::ListRulesReply::default()))
+        Ok(Response::new(
+            self.shared
+                .rules
+                .as_ref()
+                .map(|r| r.state())
+                .unwrap_or_default(),
+        ))
     }
 
     async fn list_alerts(

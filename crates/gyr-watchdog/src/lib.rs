@@ -25,7 +25,7 @@
 //! assert_eq!(spec.design_points()[0].design, Some(1e-6));
 //! let mut parser = gyr_watchdog::LineParser::new(Arc::new(spec), 0, "");
 //! let mut n = 0;
-//! parser.line("   12  0.1234D-03", &mut |_, values| { n += 1; assert_eq!(values.len(), 3); });
+//! parser.line("   12  0.1234D-03", &mut |_, values| { n += 1; assert_eq!(values.len(), 4); });
 //! assert_eq!(n, 1);
 //! ```
 #![warn(missing_docs)]

@@ -27,6 +27,7 @@ use gyr_core::schema::ScalarType;
 use gyr_core::{FieldType, Value};
 use regex::CaptureLocations;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What a parser did, since it was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -213,7 +214,7 @@ pub struct LineParser {
     spec: Arc<Spec>,
     /// The events of this source, in spec order.
     rules: Vec<usize>,
-    /// Per rule: the values of its next event (its fields, then `instance`).
+    /// Per rule: the values of its next event (its fields, then `instance` and `run`).
     values: Vec<Vec<Value>>,
     /// Per rule: capture slots for its pattern or block start.
     locs: Vec<Option<CaptureLocations>>,
@@ -222,6 +223,9 @@ pub struct LineParser {
     block: Option<OpenBlock>,
     stats: ParseStats,
     instance: String,
+    /// The program's run (1 for its first start, counted by the supervisor; 0 when the
+    /// watch-dog did not start it), which every event carries.
+    run: Arc<AtomicU32>,
 }
 
 impl LineParser {
@@ -238,7 +242,7 @@ impl LineParser {
                     .fields
                     .iter()
                     .map(|f| zero(f.ty))
-                    .chain(std::iter::once(Value::Str(instance.to_owned())))
+                    .chain([Value::Str(instance.to_owned()), Value::UInt(0)])
                     .collect()
             })
             .collect();
@@ -260,6 +264,20 @@ impl LineParser {
             block: None,
             stats: ParseStats::default(),
             instance: instance.to_owned(),
+            run: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    /// The same parser, its events carrying the run `run` holds when each is made.
+    pub fn with_run(mut self, run: Arc<AtomicU32>) -> LineParser {
+        self.run = run;
+        self
+    }
+
+    /// Writes the current run into the last value of `values`.
+    fn stamp_run(run: &AtomicU32, values: &mut [Value]) {
+        if let Some(v) = values.last_mut() {
+            *v = Value::UInt(u64::from(run.load(Ordering::Relaxed)));
         }
     }
 
@@ -350,6 +368,7 @@ impl LineParser {
         if filled == len {
             self.block = None;
             self.stats.events += 1;
+            Self::stamp_run(&self.run, &mut self.values[k]);
             emit(self.rules[k], &self.values[k]);
         }
         true
@@ -376,6 +395,7 @@ impl LineParser {
                     }
                 }
                 self.stats.events += 1;
+                Self::stamp_run(&self.run, values);
                 emit(ei, values);
                 true
             }
@@ -470,6 +490,7 @@ impl LineParser {
                     return false;
                 }
                 self.stats.events += 1;
+                Self::stamp_run(&self.run, values);
                 emit(ei, values);
                 true
             }

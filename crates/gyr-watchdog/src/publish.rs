@@ -11,7 +11,7 @@
 //! | `watchdog.exit` | `run: u32`, `status: i32` (-1 when a signal ended it), `signal: i32` (0 when none), `crashed: bool`, `reason: string` (`exited`, `crashed`, `stopped`, `restarted`), `seconds: f64`, `last_lines: string`, `instance` |
 //! | `watchdog.unmatched` | `count: u64` (all so far), `new: u64` (since the last such event), `source: string`, `last_line: string`, `instance` |
 //! | `watchdog.file` | `path: string`, `what: string` (`opened`, `rotated`, `truncated`, `removed`), `source: string`, `instance` |
-//! | `gyr.alert` | `severity: string`, `event: string`, `line: string`, `instance` |
+//! | `gyr.alert` | `severity: string`, `message: string` (the line), `event: string`, `instance` |
 
 use crate::parse::LineParser;
 use crate::spec::{INSTANCE_FIELD, Spec};
@@ -149,7 +149,7 @@ impl Publisher {
                 .then(|| {
                     register(
                         "gyr.alert",
-                        fields(&[("severity", s), ("event", s), ("line", s)]),
+                        fields(&[("severity", s), ("message", s), ("event", s)]),
                     )
                 })
                 .flatten(),
@@ -177,11 +177,17 @@ impl Publisher {
             }
             let def = &self.spec.events[event];
             if let (Some(sev), Some(alert)) = (def.severity, &self.alert) {
-                let instance = values.last().cloned().unwrap_or(Value::Str(String::new()));
+                // The values end with `instance`, then `run`.
+                let instance = values
+                    .len()
+                    .checked_sub(2)
+                    .and_then(|i| values.get(i))
+                    .cloned()
+                    .unwrap_or(Value::Str(String::new()));
                 let _ = alert.emit(&[
                     Value::Str(sev.name().to_owned()),
-                    Value::Str(def.name.clone()),
                     Value::Str(cut(line, MAX_SHOWN_LINE).to_owned()),
+                    Value::Str(def.name.clone()),
                     instance,
                 ]);
             }

@@ -57,6 +57,9 @@ pub struct Options {
     pub show_unmatched: bool,
     /// Watching files only: end after this long without a new line.
     pub until_idle: Option<Duration>,
+    /// After the program ends, keep watching (and serving `watched`) this long, so that a
+    /// rule or a user can still restart it.
+    pub linger: Duration,
 }
 
 /// How a watch ended.
@@ -501,6 +504,11 @@ pub fn run(spec: Spec, opts: Options) -> Result<Outcome, Error> {
         return Err(Error::Start(e));
     }
 
+    // The files' events carry the program's run too (0 when the watch-dog did not start it).
+    let run_number = lock(&sup)
+        .as_ref()
+        .map(|s| s.run_number.clone())
+        .unwrap_or_default();
     let mut files = FileSet::new(&opts.dir, watches, &opts.instance, opts.only.clone());
     let mut tails: Vec<Tailed> = Vec::new();
     let mut buf = Vec::new();
@@ -509,6 +517,8 @@ pub fn run(spec: Spec, opts: Options) -> Result<Outcome, Error> {
     let mut unmatched_seen = 0u64;
     let mut last_unmatched = Instant::now();
     let mut auto_restarts = 0u32;
+    // When the program ended and the watch-dog lingers for a restart.
+    let mut ended_at: Option<Instant> = None;
     let files_only = opts.command.is_empty();
     let poll = spec.options.poll;
     loop {
@@ -517,7 +527,8 @@ pub fn run(spec: Spec, opts: Options) -> Result<Outcome, Error> {
             for tail in files.scan() {
                 let source = spec.sources[tail.source].name.clone();
                 tails.push(Tailed {
-                    parser: LineParser::new(spec.clone(), tail.source, &tail.instance),
+                    parser: LineParser::new(spec.clone(), tail.source, &tail.instance)
+                        .with_run(run_number.clone()),
                     tail,
                     source,
                 });
@@ -547,11 +558,21 @@ pub fn run(spec: Spec, opts: Options) -> Result<Outcome, Error> {
                                 eprintln!("gyr watchdog: {e}");
                                 done = true;
                             }
-                        } else {
+                        } else if signals > 0 || opts.linger.is_zero() {
                             done = true;
+                        } else {
+                            ended_at = Some(Instant::now());
                         }
                     } else if s.state == State::Stopped && signals > 0 {
                         done = true;
+                    }
+                    if let Some(at) = ended_at {
+                        if s.state == State::Running {
+                            // Restarted while lingering: watch it as before.
+                            ended_at = None;
+                        } else if at.elapsed() >= opts.linger || signals > 0 {
+                            done = true;
+                        }
                     }
                 }
                 None => {

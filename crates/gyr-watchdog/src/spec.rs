@@ -95,6 +95,10 @@ pub const MAX_SOURCES: usize = 64;
 pub const MAX_REGEX_BYTES: usize = 4 << 20;
 /// The field every event type gets after its own: which run (instance) it came from.
 pub const INSTANCE_FIELD: &str = "instance";
+/// The field every event type gets last: the program's run it came from (1 for the first
+/// start, one more at each restart; 0 for files of a program the watch-dog did not start), so
+/// that rules can keep windows per run (`per = "run"`).
+pub const RUN_FIELD: &str = "run";
 
 /// How bad a matched line is: an event with a severity is also sent as a `gyr.alert` event,
 /// which the hub shows among its alerts.
@@ -229,7 +233,10 @@ impl EventDef {
         self.fields
             .iter()
             .map(|f| Field::new(&f.name, f.ty))
-            .chain(std::iter::once(Field::new(INSTANCE_FIELD, FieldType::Str)))
+            .chain([
+                Field::new(INSTANCE_FIELD, FieldType::Str),
+                Field::new(RUN_FIELD, FieldType::U32),
+            ])
             .collect()
     }
 
@@ -912,11 +919,11 @@ fn event(
     for f in e.fields {
         let f = f.into_inner();
         let fname = f.name.get_ref().clone();
-        if !valid_field_name(&fname) || fname == INSTANCE_FIELD {
+        if !valid_field_name(&fname) || fname == INSTANCE_FIELD || fname == RUN_FIELD {
             return Err(ctx.at(
                 f.name.span().start,
                 format!(
-                    "event `{name}`, field `{fname}`: name fields with letters, digits and `_` (`instance` is added by the watch-dog)"
+                    "event `{name}`, field `{fname}`: name fields with letters, digits and `_` (`instance` and `run` are added by the watch-dog)"
                 ),
             ));
         }
@@ -1125,6 +1132,7 @@ fn event(
     gyr_core::Schema::new(1, &name, {
         let mut v: Vec<Field> = fields.iter().map(|f| Field::new(&f.name, f.ty)).collect();
         v.push(Field::new(INSTANCE_FIELD, FieldType::Str));
+        v.push(Field::new(RUN_FIELD, FieldType::U32));
         v
     })
     .map_err(|e| ctx.at(at, format!("event `{name}`: {e}")))?;

@@ -17,7 +17,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -472,6 +472,8 @@ pub struct Supervisor {
     pub last_end: Option<Ended>,
     /// Runs started in all.
     runs: u32,
+    /// The same, read by the parsers of its output and of the files, whose events carry it.
+    pub run_number: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -517,6 +519,7 @@ impl Supervisor {
             restarts: 0,
             last_end: None,
             runs: 0,
+            run_number: Arc::new(AtomicU32::new(0)),
         }
     }
 
@@ -554,6 +557,7 @@ impl Supervisor {
             self.restarts += 1;
         }
         self.runs += 1;
+        self.run_number.store(self.runs, Ordering::Relaxed);
         self.publisher
             .start_event(self.runs, pid, &join_words(&self.command), &self.instance);
         let mut readers = Vec::new();
@@ -567,7 +571,8 @@ impl Supervisor {
             .map(|p| Box::new(p) as Box<dyn Read + Send>);
         for (source, pipe) in [(0usize, stdout), (1usize, stderr)] {
             let Some(pipe) = pipe else { continue };
-            let parser = LineParser::new(self.spec.clone(), source, &self.instance);
+            let parser = LineParser::new(self.spec.clone(), source, &self.instance)
+                .with_run(self.run_number.clone());
             let publisher = self.publisher.clone();
             let last = self.last.clone();
             let pass = self.passthrough;

@@ -20,7 +20,13 @@ fields = [{ name = "iter", type = "u32" }, { name = "res", type = "f64" }]
 fn a_good_spec_parses() {
     let s = Spec::parse(GOOD).unwrap();
     assert_eq!(s.events.len(), 1);
-    assert_eq!(s.events[0].schema_fields().len(), 3);
+    // iter, res, then the watch-dog's `instance` and `run`.
+    let names: Vec<_> = s.events[0]
+        .schema_fields()
+        .into_iter()
+        .map(|f| f.name)
+        .collect();
+    assert_eq!(names, ["iter", "res", "instance", "run"]);
 }
 
 #[test]
