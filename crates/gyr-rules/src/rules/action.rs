@@ -214,13 +214,24 @@ pub(crate) fn signal_name(s: &str) -> Result<String, String> {
     }
 }
 
-/// Checks an attribute's path: `object.attribute`.
+/// Checks an attribute's path: `object.attribute`, or a parameter's name alone (a steerable
+/// value registered on its own, `gyr::steer::param`).
 pub(crate) fn attribute_path(s: &str) -> Result<(), String> {
-    match s.split_once('.') {
-        Some((o, a)) if !o.is_empty() && !a.is_empty() => Ok(()),
-        _ => Err(format!(
-            "`{s}` is not an attribute: write `object.attribute`, e.g. \"solver.relax\""
-        )),
+    let name = |x: &str| {
+        x.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && x.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let ok = match s.split_once('.') {
+        Some((o, a)) => name(o) && !a.is_empty(),
+        None => name(s),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{s}` is not an attribute: write `object.attribute` (e.g. \"solver.relax\"), or a parameter's name"
+        ))
     }
 }
 
@@ -300,7 +311,10 @@ mod tests {
         assert_eq!(signal_name("USR1").unwrap(), "SIGUSR1");
         assert!(signal_name("SIGFOO").unwrap_err().contains("SIGUSR1"));
         assert!(attribute_path("solver.relax").is_ok());
-        assert!(attribute_path("relax").is_err());
+        assert!(attribute_path("relax").is_ok(), "a parameter");
+        assert!(attribute_path("").is_err());
+        assert!(attribute_path(".relax").is_err());
+        assert!(attribute_path("9x.y").is_err());
     }
 
     #[test]
