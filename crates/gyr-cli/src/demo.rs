@@ -62,6 +62,9 @@ pub(crate) const NBODY_MAX_RATE: f64 = 50.0;
 enum OtherDemo {
     /// The heat-diffusion example with a live summary in the terminal, writing a trace.
     Heat(HeatArgs),
+    /// The NPSS example: uninstrumented solvers watched through their output, rules that
+    /// warn and restart a diverging one, an ensemble building the engine model's map.
+    Npss(crate::demo_npss::NpssArgs),
 }
 
 /// Which program `gyr demo-program` runs.
@@ -149,8 +152,10 @@ fn start_hub(
 }
 
 pub(crate) fn run(a: DemoArgs) -> Result<ExitCode, Failure> {
-    if let Some(OtherDemo::Heat(h)) = a.other {
-        return crate::demo_heat::run(h);
+    match a.other {
+        Some(OtherDemo::Heat(h)) => return crate::demo_heat::run(h),
+        Some(OtherDemo::Npss(n)) => return crate::demo_npss::run(n),
+        None => {}
     }
     if a.particles < 100 {
         return Err(Failure::input(anyhow::anyhow!(

@@ -15,6 +15,7 @@ mod attach;
 mod client;
 mod demo;
 mod demo_heat;
+mod demo_npss;
 mod hub_cmd;
 mod rules_cmd;
 mod run_cmd;
@@ -44,11 +45,22 @@ struct Args {
 enum Command {
     /// The main demo: the hub's web UI over a steerable molecular-dynamics program (started
     /// imbalanced) and an N-body program; `--headless --json` measures it without a browser;
-    /// `gyr demo heat` is the terminal demo.
+    /// `gyr demo heat` is the terminal demo; `gyr demo npss` the NPSS example (watch-dogs,
+    /// rules, zooming).
     Demo(demo::DemoArgs),
     /// One of the demo's programs (started by `gyr demo`).
     #[command(hide = true)]
     DemoProgram(demo::ProgramArgs),
+    /// One of examples/npss's programs, without gyr (started by `gyr demo npss`):
+    /// `gyr npss-program compressor|cycle ARGS...`.
+    #[command(hide = true)]
+    NpssProgram {
+        /// compressor or cycle.
+        which: String,
+        /// Its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the central monitor: a web UI over every gyr program of this user.
     Hub(hub_cmd::HubArgs),
     /// Inspect trace files.
@@ -284,6 +296,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Demo(a) => demo::run(a),
         Command::DemoProgram(a) => demo::program(a),
+        Command::NpssProgram { which, args } => demo_npss::program(&which, &args),
         Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),

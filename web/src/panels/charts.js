@@ -16,6 +16,28 @@ const PREFERRED = ['step_time/ms', 'energy/total', 'residual/value', 'thermo/tem
 let shown = [];
 /** @type {number | null} */
 let chartsFor = null;
+/** Whether the charts shown were chosen by the page (not the user), and from declared fields. */
+let chosenByPage = false, fromDeclared = false;
+
+/**
+ * The fields a program declares design points for (a watch-dog's spec: its `design` object),
+ * charted first; on a log scale when the design point lies three decades or more below the
+ * range's top (a residual converging towards 1e-6).
+ * @param {ProcessSummary} p @param {string[]} ids
+ * @returns {{ id: string, log: boolean }[]}
+ */
+function declaredCharts(p, ids) {
+  const design = p.objects?.objects.find((o) => o.name === 'design');
+  const out = [];
+  for (const a of design?.attributes || []) {
+    const dot = a.name.lastIndexOf('.');
+    const id = `${p.pid}/${a.name.slice(0, dot)}/${a.name.slice(dot + 1)}`;
+    if (dot <= 0 || !ids.includes(id)) continue;
+    const d = Number(a.value);
+    out.push({ id, log: d > 0 && a.max !== null && a.max / d >= 1e3 });
+  }
+  return out;
+}
 
 /** @type {import('../frame.js').Panel} */
 export const charts = { on: ['points', 'stats'], draw };
@@ -31,15 +53,24 @@ export const fillSeriesPick = (pick, ids) => fillSelect(pick, ids, (id) => id.sp
 function draw(p) {
   const ids = seriesOf(p.pid);
   fillSeriesPick($('series-pick'), ids);
-  if (chartsFor !== p.pid) {
+  const declared = declaredCharts(p, ids);
+  // Declared fields may become known after the page chose other charts: they take over once.
+  const redo = chosenByPage && !fromDeclared && declared.length > 0;
+  if (chartsFor !== p.pid || redo) {
     for (const c of shown) c.plot.destroy();
     shown = []; $('charts').replaceChildren(); chartsFor = p.pid;
   }
   if (shown.length === 0 && ids.length) {
-    const defaults = PREFERRED.map((s) => `${p.pid}/${s}`).filter((id) => ids.includes(id));
-    // Else the program's own series that have data: gyr's bookkeeping (gyr.lost…) comes last.
-    const own = ids.filter((id) => !id.split('/')[1].startsWith('gyr.') && S.series.get(id).x.length);
-    for (const id of (defaults.length ? defaults : own.length ? own : ids).slice(0, 2)) addChart(id);
+    chosenByPage = true;
+    fromDeclared = declared.length > 0;
+    if (fromDeclared) {
+      for (const d of declared.slice(0, 2)) addChart(d.id, d.log);
+    } else {
+      const defaults = PREFERRED.map((s) => `${p.pid}/${s}`).filter((id) => ids.includes(id));
+      // Else the program's own series that have data: gyr's bookkeeping (gyr.lost…) comes last.
+      const own = ids.filter((id) => !id.split('/')[1].startsWith('gyr.') && S.series.get(id).x.length);
+      for (const id of (defaults.length ? defaults : own.length ? own : ids).slice(0, 2)) addChart(id);
+    }
   }
   for (const c of shown) {
     const s = S.series.get(c.id);
@@ -56,11 +87,12 @@ function positive(s) {
   return [s.x, s.y.map((v) => (v > 0 ? v : null))];
 }
 
-/** @param {string} id */
-function addChart(id) {
+/** @param {string} id @param {boolean} [log] on a log scale */
+function addChart(id, log = false) {
   if (shown.some((c) => c.id === id)) return;
   const box = el('div', { class: 'chart', 'data-series': id });
   const logBox = el('input', { type: 'checkbox' });
+  logBox.checked = log;
   const head = el('div', { class: 'chart-head' },
     el('span', { class: 'name' }, id.split('/').slice(1).join('.')),
     el('label', {}, logBox, ' log scale'),
@@ -70,7 +102,7 @@ function addChart(id) {
   box.append(head, area, stats);
   $('charts').append(box);
   /** @type {Chart} */
-  const c = { id, log: false, box, area, stats, plot: null };
+  const c = { id, log, box, area, stats, plot: null };
   c.plot = makePlot(c);
   logBox.addEventListener('change', () => { c.log = logBox.checked; c.plot.destroy(); c.plot = makePlot(c); redraw('points'); });
   shown.push(c);
@@ -78,6 +110,7 @@ function addChart(id) {
 
 /** @param {string} id */
 function removeChart(id) {
+  chosenByPage = false;
   const i = shown.findIndex((c) => c.id === id);
   if (i < 0) return;
   shown[i].plot.destroy(); shown[i].box.remove(); shown.splice(i, 1);
@@ -91,6 +124,8 @@ function removeChart(id) {
 function tickLabels(_u, vals, _axis, _space, incr) {
   const decimals = incr > 0 ? Math.min(12, Math.max(0, Math.ceil(-Math.log10(incr) - 1e-9))) : 3;
   return vals.map((v) => {
+    // A log scale's ticks between labelled decades come as null.
+    if (v === null || v === undefined) return '';
     const a = Math.abs(v);
     if (v === 0) return '0';
     if (a >= 1e6 || decimals > 5) return Number(v.toPrecision(4)).toExponential();
@@ -111,4 +146,4 @@ function makePlot(c) {
   return new uPlot(opts, c.log ? positive(s) : [s.x, s.y], c.area);
 }
 
-$('add-chart').onclick = () => { const v = $('series-pick').value; if (v) { addChart(v); redraw('points'); } };
+$('add-chart').onclick = () => { const v = $('series-pick').value; if (v) { chosenByPage = false; addChart(v); redraw('points'); } };

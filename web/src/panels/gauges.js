@@ -26,6 +26,37 @@ const MAX_TICKS = 6;
 
 /** Every gauge's settings, by `type/field`. @type {Record<string, GaugeConf>} */
 const conf = loadGauges();
+/**
+ * Design points the selected program declares (a watch-dog's spec, as its `design` object:
+ * one attribute `EVENT.FIELD` per field, its value the design point, its range the scale): they
+ * make gauges by themselves; what the user sets takes their place. @type {Map<string, GaugeConf>}
+ */
+let declared = new Map();
+/** Declared gauges the user removed, on this page. */
+const dismissed = new Set();
+
+/** A gauge's settings: the user's, else the program's declared ones. @param {string} key */
+const confOf = (key) => conf[key] || declared.get(key);
+
+/**
+ * The design points `p` declares, by `type/field`.
+ * @param {ProcessSummary} p @returns {Map<string, GaugeConf>}
+ */
+function declaredBy(p) {
+  const out = new Map();
+  const design = p.objects?.objects.find((o) => o.name === 'design');
+  for (const a of design?.attributes || []) {
+    const dot = a.name.lastIndexOf('.');
+    if (dot <= 0) continue;
+    const v = Number(a.value);
+    // A design point three decades or more below the range's top (a residual's target) reads
+    // on a log-scale chart (charts.js), not on a linear dial.
+    if (v > 0 && a.max !== null && a.max / v >= 1e3) continue;
+    const range = a.min !== null && a.max !== null && a.min < a.max ? /** @type {[number, number]} */ ([a.min, a.max]) : null;
+    out.set(`${a.name.slice(0, dot)}/${a.name.slice(dot + 1)}`, { design: Number.isFinite(v) ? v : null, range });
+  }
+  return out;
+}
 /** The gauges shown, for the selected program. @type {Gauge[]} */
 let shown = [];
 
@@ -70,7 +101,9 @@ export const gauges = { on: ['points', 'stats'], draw };
 function draw(p) {
   const ids = seriesOf(p.pid);
   fillSeriesPick($('gauge-pick'), ids);
-  const want = Object.keys(conf).map((k) => `${p.pid}/${k}`).filter((id) => ids.includes(id));
+  declared = declaredBy(p);
+  const keys = [...Object.keys(conf), ...[...declared.keys()].filter((k) => !conf[k] && !dismissed.has(k))];
+  const want = keys.map((k) => `${p.pid}/${k}`).filter((id) => ids.includes(id));
   // DOM is rebuilt only when the set of gauges changes; every tick just moves needles, and
   // only those whose series moved or whose scale (the last 10 s) may have.
   const rebuilt = want.join('|') !== shown.map((g) => g.id).join('|');
@@ -86,12 +119,14 @@ function draw(p) {
 /** @param {string} id */
 function addGauge(id) {
   const key = id.split('/').slice(1).join('/');
+  dismissed.delete(key);
   if (!conf[key]) { conf[key] = { design: null, range: null }; saveGauges(); }
 }
 
 /** @param {Gauge} g */
 function removeGauge(g) {
   delete conf[g.key]; saveGauges();
+  dismissed.add(g.key);
   shown = shown.filter((x) => x !== g); g.box.remove();
   $('gauges-empty').hidden = shown.length > 0;
 }
@@ -124,7 +159,7 @@ function makeGauge(id) {
   g.value = el('span', { class: 'g-num', 'data-testid': 'gauge-value' }, '–');
   g.dev = el('div', { class: 'g-dev', 'data-testid': 'gauge-deviation' });
   g.msg = el('span', { class: 'err-msg', 'data-testid': 'gauge-error' });
-  const c = conf[key];
+  const c = confOf(key);
   const design = el('input', { class: 'g-in', 'data-testid': 'gauge-design', placeholder: 'none', 'aria-label': `${key} design point`, value: c.design ?? '' });
   const range = el('input', { class: 'g-in', 'data-testid': 'gauge-range', placeholder: 'auto', title: 'min..max, or empty for the last 10 s', 'aria-label': `${key} scale range`, value: c.range ? c.range.join('..') : '' });
   design.addEventListener('keydown', (ev) => gaugeInput(ev, g, design, 'design'));
@@ -149,6 +184,8 @@ const RANGE_RE = new RegExp(`^${NUM}(?:\\.\\.|,)${NUM}$`, 'i');
  * @param {KeyboardEvent} ev @param {Gauge} g @param {HTMLInputElement} input @param {'design' | 'range'} what
  */
 function gaugeInput(ev, g, input, what) {
+  // Editing a declared gauge makes it the user's.
+  if (!conf[g.key] && declared.has(g.key)) conf[g.key] = { ...declared.get(g.key) };
   const c = conf[g.key];
   if (!c) return;
   const saved = () => (what === 'design' ? String(c.design ?? '') : c.range ? c.range.join('..') : '');
@@ -183,7 +220,7 @@ function gaugeInput(ev, g, input, what) {
  * @param {Gauge} g @param {number} v
  */
 function scaleFor(g, v) {
-  const c = conf[g.key];
+  const c = confOf(g.key);
   if (c.range) return scale(c.range[0], c.range[1], true);
   const st = S.stats[g.id];
   let lo = Math.min(v, st ? st.min : v), hi = Math.max(v, st ? st.max : v);
@@ -224,7 +261,7 @@ function updateGauge(g) {
       t.text.textContent = sc.labels[i];
     });
   }
-  const d = conf[g.key].design;
+  const d = confOf(g.key)?.design ?? null;
   const markKey = `${scaleKey}|${d}`;
   if (markKey !== g.markKey) {
     g.markKey = markKey;

@@ -26,7 +26,7 @@ function draw(p) {
     rebuild($('alerts'), `${p.pid}:${alerts.length}:${lastAlert.t}`, () => alerts.map((a) => {
       // An alert of a rule reads as severity, message and rule; other fields follow.
       const { severity, message, rule, ...rest } = a.fields;
-      const more = Object.entries(rest).map(([k, v]) => `${k}: ${value(v)}`).join(', ');
+      const more = Object.entries(rest).filter(([, v]) => v !== '').map(([k, v]) => `${k}: ${value(v)}`).join(', ');
       const text = [severity ? severity.toUpperCase() : '', message || '', rule ? `(rule ${rule})` : '', more]
         .filter((x) => x).join('  ');
       return el('div', { class: `alert ${severity || ''}` }, `${programTime(a.t)}  ${text}`);

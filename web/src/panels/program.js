@@ -12,8 +12,11 @@ export const program = { on: ['summaries', 'hub'], draw };
 
 /** @param {ProcessSummary} p */
 function draw(p) {
-  // The program's own name for itself: its first steering object, else its binary.
-  const name = p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
+  // The program's own name for itself: a watch-dog's, the program it watches; else its first
+  // steering object, else its binary.
+  const watched = p.objects?.objects?.find((o) => o.name === 'watched')?.attributes.find((a) => a.name === 'command');
+  const name = watched ? `watch-dog: ${watchedName(watched.value)}`
+    : p.objects?.objects?.[0]?.name || p.command.split(' ')[0].split('/').pop();
   setText($('title'), `${name} · pid ${p.pid}`);
   const st = $('state');
   setText(st, p.source === 'replay' ? 'replay' : p.alive ? (p.state || 'running') : 'exited');
@@ -40,3 +43,16 @@ function draw(p) {
 $('pause').onclick = () => send({ op: 'control', action: 'pause' });
 $('resume').onclick = () => send({ op: 'control', action: 'resume' });
 $('step').onclick = () => send({ op: 'control', action: 'step', steps: 1 });
+
+/**
+ * A watched program's short name: its binary's file name and the words after it up to the
+ * first option (`adpac case.input`, `gyr npss-program compressor`).
+ * @param {string} command the `watched.command` attribute, a quoted string
+ */
+function watchedName(command) {
+  const words = command.replace(/^"|"$/g, '').split(/\s+/).filter((w) => w);
+  if (!words.length) return 'a program';
+  const rest = [];
+  for (const w of words.slice(1, 3)) { if (w.startsWith('-')) break; rest.push(w); }
+  return [words[0].split('/').pop(), ...rest].join(' ');
+}
