@@ -168,6 +168,9 @@ pub(crate) struct TypeState {
     /// Per field: for integer fields still taken as a group key (domain, worker, rank), the
     /// latest value of every field per key value (NaN: none yet).
     groups: Vec<Option<BTreeMap<i64, Vec<f64>>>>,
+    /// Per field: for text fields still taken as a group key (a watch-dog's `instance`: one
+    /// run of an ensemble), the latest value of every numeric field per key.
+    text_groups: Vec<Option<BTreeMap<String, Vec<f64>>>>,
     /// `gyr.alert`: its events feed the alerts panel.
     pub(crate) alert: bool,
     /// `gyr.steer`: in a replay, the steering log is rebuilt from these.
@@ -224,7 +227,13 @@ impl TypeState {
                 .then(BTreeMap::new)
             })
             .collect();
+        let text_groups = schema
+            .fields
+            .iter()
+            .map(|f| (charted && f.ty == gyr_core::FieldType::Str).then(BTreeMap::new))
+            .collect();
         TypeState {
+            text_groups,
             alert: schema.name == ALERT_EVENT,
             steer: schema.name == STEER_EVENT,
             ruled: false,
@@ -256,6 +265,38 @@ impl TypeState {
             let latest = g.entry(key).or_insert_with(|| vec![f64::NAN; v.len()]);
             for (j, x) in v.iter().enumerate() {
                 if j != i && x.is_finite() {
+                    latest[j] = *x;
+                }
+            }
+        }
+    }
+
+    /// Whether some text field is still taken as a group key: then [`TypeState::take_text`]
+    /// wants the event's decoded values.
+    pub(crate) fn has_text_groups(&self) -> bool {
+        self.text_groups.iter().any(Option::is_some)
+    }
+
+    /// Takes in one event's text group keys (`values`, decoded) with its numeric fields (`v`).
+    /// An empty key is no group; past [`MAX_GROUPS`] keys the field is no longer a group key.
+    pub(crate) fn take_text(&mut self, values: &[gyr_core::Value], v: &[f64]) {
+        for (i, g) in self.text_groups.iter_mut().enumerate() {
+            let Some(map) = g else { continue };
+            let Some(gyr_core::Value::Str(key)) = values.get(i) else {
+                continue;
+            };
+            if key.is_empty() {
+                continue;
+            }
+            if !map.contains_key(key) && map.len() >= MAX_GROUPS {
+                *g = None;
+                continue;
+            }
+            let latest = map
+                .entry(key.clone())
+                .or_insert_with(|| vec![f64::NAN; v.len()]);
+            for (j, x) in v.iter().enumerate() {
+                if x.is_finite() {
                     latest[j] = *x;
                 }
             }
@@ -302,6 +343,29 @@ impl TypeState {
                         .map(|(x, f)| (f.name.clone(), *x))
                         .collect();
                     (k.to_string(), fields)
+                })
+                .collect();
+            groups.insert(
+                series_id(pid, &self.schema.name, &self.schema.fields[i].name),
+                by,
+            );
+        }
+        for (i, g) in self.text_groups.iter().enumerate() {
+            let Some(g) = g else { continue };
+            if g.len() < 2 {
+                // One run alone has nothing to compare with.
+                continue;
+            }
+            let by: Groups = g
+                .iter()
+                .map(|(k, latest)| {
+                    let fields = latest
+                        .iter()
+                        .zip(&self.schema.fields)
+                        .filter(|(x, _)| x.is_finite())
+                        .map(|(x, f)| (f.name.clone(), *x))
+                        .collect();
+                    (k.clone(), fields)
                 })
                 .collect();
             groups.insert(

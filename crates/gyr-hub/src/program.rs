@@ -270,6 +270,11 @@ impl Process {
         self.received += 1;
         let t = h.timestamp as f64 / 1e9;
         ts.take(t, &self.scratch);
+        if ts.has_text_groups()
+            && let Ok(values) = decode(&ts.schema, payload)
+        {
+            ts.take_text(&values, &self.scratch);
+        }
         if let Some(w) = &self.rules_watch {
             if ts.rules_generation != w.generation {
                 ts.rules_generation = w.generation;
@@ -619,6 +624,35 @@ pub(crate) mod tests {
         assert!(g["3"].get("label").is_none());
         assert!(!groups.contains_key("7/domain_work/step"));
         assert_eq!(stats["7/domain_work/seconds"].max, 199.0);
+    }
+
+    #[test]
+    fn text_fields_group_runs_side_by_side() {
+        let schema = Schema::new(
+            4,
+            "solver.residual",
+            vec![
+                Field::new("rho", FieldType::F64),
+                Field::new("instance", FieldType::Str),
+            ],
+        )
+        .unwrap();
+        let mut p = Process::new(7, vec![], 0, Source::Attached);
+        let events: Vec<_> = (0..30u64)
+            .map(|i| {
+                let run = ["speed=0.8", "speed=1.0", ""][(i % 3) as usize];
+                (i, vec![Value::Float(i as f64), Value::Str(run.into())])
+            })
+            .collect();
+        p.ingest_batch(&batch(&schema, &events, 0));
+        let (mut stats, mut groups): (IndexMap<String, Stats>, IndexMap<String, Groups>) =
+            Default::default();
+        p.analyses(true, &mut stats, &mut groups);
+        let g = &groups["7/solver.residual/instance"];
+        // An empty instance is no group.
+        assert_eq!(g.keys().collect::<Vec<_>>(), ["speed=0.8", "speed=1.0"]);
+        assert_eq!(g["speed=0.8"]["rho"], 27.0);
+        assert_eq!(g["speed=1.0"]["rho"], 28.0);
     }
 
     #[test]
