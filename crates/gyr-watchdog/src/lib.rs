@@ -30,6 +30,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod ensemble;
 pub mod glob;
 pub mod parse;
 pub mod publish;
