@@ -386,7 +386,7 @@ fn report_json(r: &Report) -> serde_json::Value {
 
 fn tally_text(t: &Tally) -> String {
     format!(
-        "{} done, {} running, {} failed, {} retried, {} left out",
+        "{} done, {} running, {} attempts failed, {} retried, {} left out",
         t.done, t.running, t.failed, t.retried, t.left_out
     )
 }
