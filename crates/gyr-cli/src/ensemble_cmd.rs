@@ -500,7 +500,7 @@ impl Observer for Plain {
 struct Bars {
     multi: MultiProgress,
     overall: ProgressBar,
-    running: HashMap<usize, ProgressBar>,
+    running: HashMap<usize, (ProgressBar, usize)>,
     alerts: usize,
 }
 
@@ -537,14 +537,14 @@ impl Observer for Bars {
                 attempt,
                 ..
             } => {
-                let bar = self.running.remove(&member).unwrap_or_else(|| {
+                let (bar, _) = self.running.remove(&member).unwrap_or_else(|| {
                     let b = self.multi.add(ProgressBar::new_spinner());
                     b.set_style(
                         ProgressStyle::with_template("  {spinner} {prefix}  {msg}")
                             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                     );
                     b.enable_steady_tick(Duration::from_millis(120));
-                    b
+                    (b, 1)
                 });
                 bar.set_prefix(name.to_owned());
                 bar.set_message(if attempt > 1 {
@@ -552,7 +552,7 @@ impl Observer for Bars {
                 } else {
                     "starting".to_owned()
                 });
-                self.running.insert(member, bar);
+                self.running.insert(member, (bar, attempt));
             }
             Update::Progress {
                 member,
@@ -560,8 +560,12 @@ impl Observer for Bars {
                 residual,
                 ..
             } => {
-                if let Some(b) = self.running.get(&member) {
-                    let mut msg = String::from("running");
+                if let Some((b, attempt)) = self.running.get(&member) {
+                    let mut msg = String::from(if *attempt > 1 {
+                        "retry running"
+                    } else {
+                        "running"
+                    });
                     if let Some(i) = iter {
                         msg.push_str(&format!("  iter {i}"));
                     }
@@ -586,7 +590,7 @@ impl Observer for Bars {
                         ended_text(verdict, why, retry, results)
                     ));
                 }
-                if !retry && let Some(b) = self.running.remove(&member) {
+                if !retry && let Some((b, _)) = self.running.remove(&member) {
                     b.finish_and_clear();
                     self.multi.remove(&b);
                 }
@@ -610,7 +614,7 @@ impl Observer for Bars {
 
 impl Drop for Bars {
     fn drop(&mut self) {
-        for (_, b) in self.running.drain() {
+        for (_, (b, _)) in self.running.drain() {
             b.finish_and_clear();
         }
         self.overall.finish();
