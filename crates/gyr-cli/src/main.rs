@@ -3,7 +3,7 @@
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump),
 //! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
 //! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
-//! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`); `client` and
+//! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`, `ensemble_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
 //!
 //! Exit codes: 0 success; 1 the command failed for another reason; 2 the input was bad (a
@@ -16,6 +16,7 @@ mod client;
 mod demo;
 mod demo_heat;
 mod demo_npss;
+mod ensemble_cmd;
 mod hub_cmd;
 mod rules_cmd;
 mod run_cmd;
@@ -216,6 +217,12 @@ enum Command {
     /// object: `gyr watchdog --spec S.toml -- PROGRAM ARGS...` (exits with its status);
     /// `--files GLOB` follows a program already running; `--check S.toml [--sample FILE]`.
     Watchdog(watchdog_cmd::WatchdogArgs),
+    /// Run a program over a grid of parameters (NPSS's zooming), every member watched by a
+    /// spec and rules, failed, hung and diverged members retried once, the results made into
+    /// a map (left-out points filled) and cached: `gyr ensemble --spec S.toml --grid
+    /// speed=0.6,1.0 --grid back_pressure=1.2:1.8:4 --result mass_flow,recovery --from
+    /// result.dat --out compressor.map -- PROGRAM --speed {speed} ...`.
+    Ensemble(ensemble_cmd::EnsembleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -362,6 +369,7 @@ fn main() -> ExitCode {
         }
         Command::Run(a) => run_cmd::run(a),
         Command::Watchdog(a) => watchdog_cmd::run(a),
+        Command::Ensemble(a) => ensemble_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -13,6 +13,9 @@
 //! - [`publish`]: the dynamic sensors, the watch-dog's own events and the `design` object.
 //! - [`run`](mod@run): the loop and the `watched` steering object; [`run()`] is what
 //!   `gyr watchdog` calls.
+//! - [`ensemble`]: many members of a program over a grid of parameters, supervised together,
+//!   watched by one rules engine, retried once, their results made into a cached map (NPSS's
+//!   zooming); what `gyr ensemble` calls.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -30,6 +33,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod ensemble;
 pub mod glob;
 pub mod parse;
 pub mod publish;

@@ -17,7 +17,7 @@ use crate::parse::LineParser;
 use crate::spec::{INSTANCE_FIELD, Spec};
 use gyr::DynamicSensor;
 use gyr::steer::{AttrInfo, AttrType, Steerable};
-use gyr_core::{Field, FieldType, Value};
+use gyr_core::{Field, FieldType, Schema, Value};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -64,8 +64,34 @@ pub fn cut(s: &str, max: usize) -> &str {
     &s[..i]
 }
 
+/// What a [`Tap`] is shown, on the thread that read the line (a pipe's reader, or the loop
+/// for files): it must not block.
+#[derive(Debug, Clone, Copy)]
+pub enum Tapped<'a> {
+    /// A line of `instance`'s output was read (whether an event took it or not).
+    Line {
+        /// The instance the line's parser names.
+        instance: &'a str,
+    },
+    /// An event was recorded: one of the spec's types, or `watchdog.start` and
+    /// `watchdog.exit`.
+    Event {
+        /// The instance it carries.
+        instance: &'a str,
+        /// The program's run it carries.
+        run: u32,
+        /// Its type.
+        schema: &'a Schema,
+        /// Its values, in the schema's order.
+        values: &'a [Value],
+    },
+}
+
+/// A hook that sees every line and event as it is published (the ensemble's rules and
+/// progress use it).
+pub type Tap = Arc<dyn Fn(Tapped<'_>) + Send + Sync>;
+
 /// The watch-dog's sensors and counters.
-#[derive(Debug)]
 pub struct Publisher {
     spec: Arc<Spec>,
     sensors: Vec<Option<DynamicSensor>>,
@@ -78,6 +104,17 @@ pub struct Publisher {
     pub counters: Counters,
     last_unmatched: Mutex<Unmatched>,
     show_unmatched: bool,
+    tap: Option<Tap>,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("events", &self.sensors.len())
+            .field("counters", &self.counters)
+            .field("tap", &self.tap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 fn register(name: &str, fields: Vec<Field>) -> Option<DynamicSensor> {
@@ -157,7 +194,25 @@ impl Publisher {
             counters: Counters::default(),
             last_unmatched: Mutex::new(Unmatched::default()),
             show_unmatched,
+            tap: None,
         }
+    }
+
+    /// The same publisher, showing every line and event to `tap` too.
+    pub fn with_tap(mut self, tap: Tap) -> Publisher {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// The types of the events it records: the spec's (those that registered) and its own.
+    pub fn schemas(&self) -> Vec<Schema> {
+        self.sensors
+            .iter()
+            .flatten()
+            .chain(&self.start)
+            .chain(&self.exit)
+            .map(|s| s.schema().clone())
+            .collect()
     }
 
     /// The spec.
@@ -168,12 +223,36 @@ impl Publisher {
     /// Parses one line of `parser`'s stream and records the events it completes.
     pub fn line(&self, parser: &mut LineParser, source: &str, line: &str) {
         self.counters.lines.fetch_add(1, Ordering::Relaxed);
+        if let Some(tap) = &self.tap {
+            tap(Tapped::Line {
+                instance: parser.instance(),
+            });
+        }
+        let tap = self.tap.as_ref();
+        // The parser is borrowed while it parses: the instance is copied for the tap only
+        // (without one, nothing is allocated per line).
+        let instance = match tap {
+            Some(_) => parser.instance().to_owned(),
+            None => String::new(),
+        };
         let matched = parser.line(line, &mut |event, values| {
             self.counters.events.fetch_add(1, Ordering::Relaxed);
-            if let Some(s) = &self.sensors[event]
-                && s.emit(values).is_err()
-            {
-                self.counters.refused.fetch_add(1, Ordering::Relaxed);
+            if let Some(s) = &self.sensors[event] {
+                if s.emit(values).is_err() {
+                    self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(tap) = tap {
+                    let run = match values.last() {
+                        Some(Value::UInt(r)) => *r as u32,
+                        _ => 0,
+                    };
+                    tap(Tapped::Event {
+                        instance: &instance,
+                        run,
+                        schema: s.schema(),
+                        values,
+                    });
+                }
             }
             let def = &self.spec.events[event];
             if let (Some(sev), Some(alert)) = (def.severity, &self.alert) {
@@ -232,12 +311,14 @@ impl Publisher {
     /// Records `watchdog.start`.
     pub fn start_event(&self, run: u32, pid: u32, command: &str, instance: &str) {
         if let Some(s) = &self.start {
-            let _ = s.emit(&[
+            let values = [
                 Value::UInt(run as u64),
                 Value::UInt(pid as u64),
                 Value::Str(command.to_owned()),
                 Value::Str(instance.to_owned()),
-            ]);
+            ];
+            let _ = s.emit(&values);
+            self.tap_own(s, run, instance, &values);
         }
     }
 
@@ -254,7 +335,7 @@ impl Publisher {
         instance: &str,
     ) {
         if let Some(s) = &self.exit {
-            let _ = s.emit(&[
+            let values = [
                 Value::UInt(run as u64),
                 Value::Int(status.unwrap_or(-1) as i64),
                 Value::Int(signal.unwrap_or(0) as i64),
@@ -263,7 +344,20 @@ impl Publisher {
                 Value::Float(seconds),
                 Value::Str(last_lines.to_owned()),
                 Value::Str(instance.to_owned()),
-            ]);
+            ];
+            let _ = s.emit(&values);
+            self.tap_own(s, run, instance, &values);
+        }
+    }
+
+    fn tap_own(&self, sensor: &DynamicSensor, run: u32, instance: &str, values: &[Value]) {
+        if let Some(tap) = &self.tap {
+            tap(Tapped::Event {
+                instance,
+                run,
+                schema: sensor.schema(),
+                values,
+            });
         }
     }
 

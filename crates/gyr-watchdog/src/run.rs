@@ -311,7 +311,7 @@ fn register_watched(
 }
 
 /// The file globs to follow: the spec's file sources, with `--files` replacing or adding.
-fn watches(spec: &Spec, files: &[String]) -> Result<Vec<Watch>, Error> {
+pub(crate) fn watches(spec: &Spec, files: &[String]) -> Result<Vec<Watch>, Error> {
     let mut globs: Vec<(usize, String, bool)> = spec
         .sources
         .iter()
@@ -347,14 +347,15 @@ fn watches(spec: &Spec, files: &[String]) -> Result<Vec<Watch>, Error> {
         .collect()
 }
 
-struct Tailed {
-    tail: FileTail,
-    parser: LineParser,
-    source: String,
+/// A followed file and the parser of its lines.
+pub(crate) struct Tailed {
+    pub(crate) tail: FileTail,
+    pub(crate) parser: LineParser,
+    pub(crate) source: String,
 }
 
 /// Reads what is new in every followed file; returns whether any line came.
-fn poll_files(
+pub(crate) fn poll_files(
     tails: &mut [Tailed],
     publisher: &Publisher,
     buf: &mut Vec<u8>,
