@@ -381,6 +381,16 @@ fn ensemble(
         .args(["--grid", &format!("back_pressure={pressures}")])
         .args(["--result", "mass_flow,recovery", "--from", "result.dat"])
         .args(["--timeout", "60", "--hub", &hub.to_string()])
+        // One member started with too large a factor: the rules mark it diverged, and its
+        // retry runs with their remedy.
+        .args([
+            "--override",
+            &format!(
+                "speed={},back_pressure={}: --relax 1.2",
+                first(speeds),
+                first_of_range(pressures)
+            ),
+        ])
         .arg("--keep")
         .arg(dir)
         .arg("--cache")
@@ -409,4 +419,14 @@ fn ensemble(
         .status()
         .map_err(|e| Failure::from(anyhow::anyhow!("cannot start gyr ensemble: {e}")))?;
     Ok(status.code())
+}
+
+/// The first value of a list `a,b,c`.
+fn first(list: &str) -> &str {
+    list.split(',').next().unwrap_or(list)
+}
+
+/// The first value of a range `lo:hi:count`.
+fn first_of_range(range: &str) -> &str {
+    range.split(':').next().unwrap_or(range)
 }

@@ -193,6 +193,48 @@ then = 'alert("warning", `instance ${instance}`);'
     );
 }
 
+#[test]
+fn windows_can_be_kept_per_several_fields() {
+    // `per = "instance,iter"` keys on both: here every iteration is a group of its own, so no
+    // window ever holds two values and nothing can rise; per instance alone it would.
+    let mut split = engine(
+        r#"
+[[rule]]
+name = "up"
+on = "solver.residual"
+per = "instance, iter"
+when = 'rose("rho", 1, 3)'
+then = 'alert("warning", "up");'
+"#,
+    );
+    let mut joined = engine(
+        r#"
+[[rule]]
+name = "up"
+on = "solver.residual"
+per = "instance"
+when = 'rose("rho", 1, 3)'
+then = 'alert("warning", "up");'
+"#,
+    );
+    let f = Feed::new();
+    let (mut a, mut b) = (0, 0);
+    for (i, x) in [1.0, 3.0, 10.0].iter().enumerate() {
+        a += f.one(&mut split, i as u64, *x, 0).len();
+        b += f.one(&mut joined, i as u64, *x, 0).len();
+    }
+    assert_eq!((a, b), (0, 1));
+    let err = RuleSet::parse(
+        "[[rule]]\nname = \"x\"\non = \"t\"\nper = \"a,b c\"\nwhen = 'true'\nthen = 'alert(\"info\", \"x\");'\n",
+        "r.toml",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`b c` is not a field name"),
+        "{err}"
+    );
+}
+
 const CHAIN: &str = r#"
 [[rule]]
 name = "diverging"

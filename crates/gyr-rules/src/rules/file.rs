@@ -8,6 +8,7 @@
 //! name = "diverging"              # unique: letters, digits, `_` and `-`
 //! on = "solver.residual"          # the event type it watches (exact name)
 //! per = "instance"                # optional: windows and episodes per value of this field
+//!                                  #   (or of several: "instance,run")
 //! salience = 10                   # optional: higher fires first; ties in file order
 //! repeat = false                  # optional: fire on every matching event, not per episode
 //! target = "solver"               # optional: the program its actions address
@@ -405,17 +406,21 @@ pub(crate) fn parse(src: &Source) -> Result<Vec<ParsedRule>, RulesError> {
                     "`per` groups an event rule's windows by a field: a rule without `on` has no fields; remove `per` or add `on`".to_owned(),
                 ));
             }
-            let ok = per
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && per.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !ok {
-                return Err(src.error(
-                    *at,
-                    Some(&name),
-                    format!("`{per}` is not a field name: use letters, digits and `_`"),
-                ));
+            for f in per.split(',').map(str::trim) {
+                let ok = f
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !ok {
+                    return Err(src.error(
+                        *at,
+                        Some(&name),
+                        format!(
+                            "`{f}` is not a field name: use letters, digits and `_` (several fields: \"instance,run\")"
+                        ),
+                    ));
+                }
             }
         }
         let located = |s: Spanned<String>| {

@@ -475,8 +475,9 @@ struct Plan {
 #[derive(Debug)]
 struct PlanPart {
     part: usize,
-    /// `None`: no `per`; `Some(None)`: the `per` field is not in this event type.
-    per: Option<Option<usize>>,
+    /// `None`: no `per`; `Some(None)`: a `per` field is not in this event type; else the
+    /// fields' positions (several: `per = "instance,run"`).
+    per: Option<Option<Vec<usize>>>,
     /// Per window field: its index in the event.
     fields: Vec<Option<usize>>,
     /// Per window field: not a number in this event type.
@@ -515,7 +516,11 @@ impl Plan {
                         .collect();
                     parts.push(PlanPart {
                         part: pi,
-                        per: def.per.as_ref().map(|p| schema.field_index(p)),
+                        per: def.per.as_ref().map(|p| {
+                            p.split(',')
+                                .map(|f| schema.field_index(f.trim()))
+                                .collect::<Option<Vec<_>>>()
+                        }),
                         fields,
                         bad,
                     });
@@ -934,9 +939,24 @@ impl Engine {
         self.groups.clear();
         for pp in &plan.parts {
             let def = &self.set.parts[pp.part];
-            let key = match pp.per {
+            // Several `per` fields make one key of their values, joined.
+            let joined;
+            let key = match &pp.per {
                 None => Some(None),
-                Some(Some(i)) => ev.values.get(i).map(Some),
+                Some(Some(i)) if i.len() == 1 => ev.values.get(i[0]).map(Some),
+                Some(Some(fields)) => {
+                    let parts: Option<Vec<String>> = fields
+                        .iter()
+                        .map(|&i| ev.values.get(i).map(|v| v.to_string()))
+                        .collect();
+                    match parts {
+                        Some(p) => {
+                            joined = Value::Str(p.join("\u{1f}"));
+                            Some(Some(&joined))
+                        }
+                        None => None,
+                    }
+                }
                 Some(None) => None,
             };
             let Some(key) = key else {
