@@ -165,3 +165,34 @@ fn a_diverging_solver_is_caught_and_restarted_in_the_page() {
         assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
 }
+
+/// `gyr demo npss --headless --quick --json`, as the README names it: an ensemble builds the
+/// map, the rules catch the diverging solver and restart it, the cycle model runs on the map.
+#[test]
+fn the_npss_demo_catches_and_corrects_a_divergence_and_builds_a_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gyr"))
+        .args(["demo", "npss", "--headless", "--quick", "--json"])
+        .args(["--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir.path())
+        .env("GYR_SOCKET_DIR", dir.path().join("sockets"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let j: serde_json::Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("JSON as the last line ({e}): {stdout}"));
+    assert_eq!(j["map_built"], true, "{j}");
+    assert_eq!(j["ensemble_exit"], 0, "{j}");
+    assert_eq!(j["divergence_caught"], true, "{j}");
+    assert_eq!(j["restarted_by_rule"], true, "{j}");
+    assert_eq!(
+        j["compressor_exit"], 0,
+        "the restarted solver converged: {j}"
+    );
+    assert_eq!(j["cycle_exit"], 0, "{j}");
+    assert!(out.status.success(), "{j}");
+    // The map the ensemble built is one the cycle model reads.
+    gyr_example_npss::map::Map::read(&dir.path().join("compressor.map")).unwrap();
+}
