@@ -31,9 +31,12 @@ pub const ACTUATION_PATIENCE: Duration = Duration::from_secs(60);
 /// beyond it is not queued, and counted as the rule's error.
 pub const MAX_WAITING_ACTUATIONS: usize = 256;
 
-/// How often the rules' state is published while events keep coming (it is also published
-/// whenever the steering thread runs out of events).
+/// How often the rules' state is published while events keep coming.
 const STATE_EVERY: Duration = Duration::from_millis(250);
+
+/// How soon after it changed the rules' state is published once events stop coming: soon
+/// enough for a user's look, seldom enough that sparse events do not each cost a copy of it.
+const IDLE_STATE_EVERY: Duration = Duration::from_millis(50);
 
 /// How often waiting actuations are looked at.
 const ACTUATION_POLL: Duration = Duration::from_millis(20);
@@ -91,8 +94,8 @@ pub struct FileRuleInfo {
 }
 
 /// The rules file running in the program, as of the last time the steering thread published
-/// its state (at the latest a quarter of a second ago while events keep coming, or when it ran
-/// out of events); `None` when no rules file was loaded.
+/// its state (a quarter of a second ago at most while events keep coming, a twentieth of a
+/// second after they stop); `None` when no rules file was loaded.
 pub fn rules_file() -> Option<RulesState> {
     STATE.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
@@ -293,16 +296,15 @@ impl Runner {
             let command = COMMAND.lock().unwrap_or_else(|e| e.into_inner()).take();
             match command {
                 Some(Command::Load { path, generation }) => self.load(path, generation),
-                Some(Command::Unload { generation }) => {
+                Some(Command::Unload { generation })
                     if self
                         .file
                         .as_ref()
-                        .is_some_and(|f| f.generation == generation)
-                    {
-                        self.file = None;
-                    }
+                        .is_some_and(|f| f.generation == generation) =>
+                {
+                    self.file = None;
                 }
-                None => {}
+                Some(Command::Unload { .. }) | None => {}
             }
         }
         if self.file.is_none() && self.waiting.is_empty() {
@@ -334,6 +336,7 @@ impl Runner {
         }
         if let Some(f) = &mut self.file
             && f.dirty
+            && f.last_publish.elapsed() >= IDLE_STATE_EVERY
         {
             f.publish();
         }
@@ -343,6 +346,8 @@ impl Runner {
     pub(super) fn tick(&self) -> Option<Duration> {
         if !self.waiting.is_empty() {
             Some(ACTUATION_POLL)
+        } else if self.file.as_ref().is_some_and(|f| f.dirty) {
+            Some(IDLE_STATE_EVERY)
         } else if self.file.is_some() {
             Some(RELOAD_EVERY)
         } else {
