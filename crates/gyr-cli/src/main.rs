@@ -232,12 +232,16 @@ enum RulesCommand {
     Test(rules_cmd::TestArgs),
     /// Load a rules file and list what each rule watches, or say where it is wrong.
     Check(rules_cmd::CheckArgs),
-    /// The rules a hub runs (`gyr hub --rules FILE`) with their state: fired, last firing,
-    /// errors, and a newer version of the file it refused.
+    /// The rules a program runs (`GYR_RULES=FILE`, and its event/action repository):
+    /// `gyr rules list PID`; or a hub's (`gyr hub --rules FILE`): `gyr rules list --hub ADDR`.
+    /// With their state: fired, last firing, errors, and a newer version of the file refused.
     List {
-        /// The hub's gRPC address (host:port).
+        /// The program: its pid, host:port of its TCP listener, or PID@HUB.
+        #[arg(conflicts_with = "hub", required_unless_present = "hub")]
+        program: Option<String>,
+        /// The hub's gRPC address (host:port), for the rules the hub runs.
         #[arg(long)]
-        hub: String,
+        hub: Option<String>,
         /// The hub's token, if it listens beyond this machine (default: $GYR_TOKEN).
         #[arg(long)]
         token: Option<String>,
@@ -364,9 +368,12 @@ fn main() -> ExitCode {
         Command::Attach(t) => attach::run(t),
         Command::Rules(RulesCommand::Test(a)) => rules_cmd::test(a),
         Command::Rules(RulesCommand::Check(a)) => rules_cmd::check(a),
-        Command::Rules(RulesCommand::List { hub, token, json }) => {
-            steer_cmd::rules(&hub, token, json)
-        }
+        Command::Rules(RulesCommand::List {
+            program,
+            hub,
+            token,
+            json,
+        }) => steer_cmd::rules(program, hub, token, json),
         Command::Run(a) => run_cmd::run(a),
         Command::Watchdog(a) => watchdog_cmd::run(a),
         Command::Ensemble(a) => ensemble_cmd::run(a),

@@ -150,9 +150,27 @@ pub(crate) fn alerts(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `gyr rules list --hub ADDR`: the rules a hub runs and their state.
-pub(crate) fn rules(hub: &str, token: Option<String>, json: bool) -> Result<ExitCode, Failure> {
-    let mut s = hub_session(hub, token)?;
+/// `gyr rules list PROGRAM` or `gyr rules list --hub ADDR`: the rules a program or a hub runs
+/// and their state.
+pub(crate) fn rules(
+    program: Option<String>,
+    hub: Option<String>,
+    token: Option<String>,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let (mut s, server) = match (program, hub) {
+        (Some(p), None) => {
+            let s = Session::connect(&p, token, "gyr-cli")?;
+            (s, format!("program {p}"))
+        }
+        (None, Some(h)) => (hub_session(&h, token)?, format!("the hub at {h}")),
+        _ => {
+            return Err(Failure::input(anyhow::anyhow!(
+                "give a program (PID, host:port or PID@HUB) or --hub ADDR, not both"
+            )));
+        }
+    };
+    let on_hub = s.hello.hub;
     let r = s.rules()?;
     let mut out = std::io::stdout().lock();
     if json {
@@ -174,21 +192,26 @@ pub(crate) fn rules(hub: &str, token: Option<String>, json: bool) -> Result<Exit
         writeln!(out, "{v}").map_err(w)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if r.origin.is_empty() {
-        writeln!(
-            out,
-            "the hub at {hub} runs no rules: start it with `gyr hub --rules FILE`"
-        )
-        .map_err(w)?;
+    if r.origin.is_empty() || (!on_hub && r.rules.is_empty() && r.loaded_unix_ns == 0) {
+        let how = if on_hub {
+            "start it with `gyr hub --rules FILE`"
+        } else {
+            "start it with GYR_RULES=FILE (or gyr::Builder::rules), or run them in a hub"
+        };
+        writeln!(out, "{server} runs no rules: {how}").map_err(w)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
-        out,
-        "rules from {} (loaded {})",
-        show::printable(&r.origin),
-        show::utc(r.loaded_unix_ns)
-    )
-    .map_err(w)?;
+    if r.loaded_unix_ns == 0 {
+        writeln!(out, "rules of {}", show::printable(&r.origin)).map_err(w)?;
+    } else {
+        writeln!(
+            out,
+            "rules from {} (loaded {})",
+            show::printable(&r.origin),
+            show::utc(r.loaded_unix_ns)
+        )
+        .map_err(w)?;
+    }
     if !r.load_error.is_empty() {
         writeln!(
             out,

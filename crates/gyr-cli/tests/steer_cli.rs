@@ -1251,3 +1251,106 @@ fn records_a_failing_trace_file_lost_are_counted_in_status() {
     }
     assert!(std::fs::metadata(&trace).unwrap().len() <= 64 * 1024);
 }
+
+/// A program started with `GYR_RULES` runs the file in its own steering thread: `gyr rules
+/// list PID` shows its rules and their state, the same through a hub (`PID@HUB`), and the
+/// alert a rule raised reaches the hub's alerts with the rule's name.
+#[test]
+fn a_program_runs_its_own_rules_file_and_lists_it() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rules = d.join("rules.toml");
+    std::fs::write(
+        &rules,
+        r#"[[rule]]
+name = "energy-seen"
+on = "energy"
+when = "step >= 0"
+then = 'alert("info", `energy seen at step ${step}`);'
+
+[[rule]]
+name = "never"
+on = "energy"
+when = "step < 0"
+then = 'alert("error", "a negative step");'
+"#,
+    )
+    .unwrap();
+    let (_hub, addr) = start_hub(d);
+    let p = start(
+        "a_program_runs_its_own_rules_file_and_lists_it",
+        &[("GYR_RULES", rules.to_str().unwrap()), ("GYR_HUB", &addr)],
+    );
+    let pid = p.child.id().to_string();
+    // The program announces itself in a directory of its own.
+    let pd = p.dir.path();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listed = loop {
+        let out = ok(pd, &["rules", "list", &pid]);
+        let fired = out
+            .lines()
+            .find(|l| l.starts_with("energy-seen"))
+            .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned));
+        if fired.as_deref() == Some("1") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "the rule never fired: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        listed.contains(&format!("rules from {}", rules.display())),
+        "{listed}"
+    );
+    let never = listed.lines().find(|l| l.starts_with("never")).unwrap();
+    assert_eq!(never.split_whitespace().nth(2), Some("0"), "{listed}");
+    let seen = listed
+        .lines()
+        .find(|l| l.starts_with("energy-seen"))
+        .unwrap();
+    assert!(seen.contains(&pid), "the last firing's pid: {listed}");
+    let json = ok(pd, &["rules", "list", &pid, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["origin"], rules.display().to_string());
+    assert_eq!(v["load_error"], "");
+    assert_eq!(v["rules"][0]["name"], "energy-seen");
+    assert_eq!(v["rules"][0]["when"], "step >= 0");
+    assert_eq!(v["rules"][0]["fired"], 1);
+    // Through the hub, the program's own rules; the hub itself runs none.
+    wait_pushed(d, &addr, &pid);
+    let target = format!("{pid}@{addr}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = gyr(d, &["rules", "list", &target]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        if o.status.success() && out.contains("energy-seen") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cannot list the rules through the hub: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok(d, &["rules", "list", "--hub", &addr]).contains("runs no rules"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = ok(d, &["alerts", "--hub", &addr, "--pid", &pid]);
+        if let Some(line) = out.lines().find(|l| l.contains("energy seen at step")) {
+            assert!(
+                line.contains("energy-seen") && line.contains("info"),
+                "{out}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rule's alert never showed: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    refused(d, &["rules", "list"], "required");
+}

@@ -248,6 +248,10 @@ impl v1::gyr_server::Gyr for HubService {
         &self,
         req: Request<v1::ListRulesRequest>,
     ) -> Result<Response<v1::ListRulesReply>, Status> {
+        // With a program named (`gyr rules list PID@HUB`): the rules the program runs itself.
+        if self.named(&req)?.is_some() {
+            return forward!(self, req, list_rules, false);
+        }
         self.shared.access.permission(&req)?;
         Ok(Response::new(
             self.shared

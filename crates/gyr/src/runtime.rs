@@ -68,6 +68,10 @@ pub enum Error {
     /// A monitor thread could not be started.
     #[error("cannot start a local monitor thread: {0}")]
     Spawn(std::io::Error),
+    /// The rules file (`Builder::rules`, `GYR_RULES`) did not load: its file, line and column.
+    #[cfg(feature = "rules")]
+    #[error("the rules file was refused: {0}")]
+    Rules(gyr_rules::RulesError),
 }
 
 /// Configures and starts the runtime.
@@ -84,6 +88,8 @@ pub struct Builder {
     server: crate::server::ServerConfig,
     sinks: Vec<Box<dyn Sink>>,
     trace_path: Option<PathBuf>,
+    #[cfg(feature = "rules")]
+    rules: Option<PathBuf>,
     env_error: Option<Error>,
     enabled: bool,
 }
@@ -132,6 +138,8 @@ impl Builder {
             },
             sinks: Vec::new(),
             trace_path: None,
+            #[cfg(feature = "rules")]
+            rules: None,
             env_error: None,
             enabled: true,
         }
@@ -155,6 +163,7 @@ impl Builder {
     /// | `GYR_HUB` | push the event stream to the hub at this `host:port` | none |
     /// | `GYR_HUB_TOKEN` | the hub's token, when it listens beyond this machine | none |
     /// | `GYR_SOCKET_DIR` | where programs announce themselves | `$XDG_RUNTIME_DIR/gyr` or `/tmp/gyr-<uid>` |
+    /// | `GYR_RULES` | run this rules file in the program's steering thread, reloaded when it changes (feature `rules`; see [`Builder::rules`]) | none |
     pub fn with_default_env(mut self) -> Self {
         let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mut bad = |var: &'static str, value: String, expected: &'static str| {
@@ -219,6 +228,18 @@ impl Builder {
         }
         if let Some(v) = var("GYR_TRACE") {
             self.trace_path = Some(v.into());
+        }
+        if let Some(v) = var("GYR_RULES") {
+            #[cfg(feature = "rules")]
+            {
+                self.rules = Some(v.into());
+            }
+            #[cfg(not(feature = "rules"))]
+            bad(
+                "GYR_RULES",
+                v,
+                "this program was built without gyr's `rules` feature: run the rules in a hub (`gyr hub --rules FILE`) instead",
+            );
         }
         #[cfg(feature = "server")]
         {
@@ -351,6 +372,16 @@ impl Builder {
         self
     }
 
+    /// Runs the rules file at `path` in the program's steering thread
+    /// ([`crate::steer::repository::load_rules`]): it is checked when the runtime starts (an
+    /// error, with its line and column, makes [`Builder::start`] fail), then read again
+    /// whenever it changes.
+    #[cfg(feature = "rules")]
+    pub fn rules(mut self, path: impl Into<PathBuf>) -> Self {
+        self.rules = Some(path.into());
+        self
+    }
+
     /// Writes a trace file at `path`.
     pub fn trace_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.trace_path = Some(path.into());
@@ -404,6 +435,11 @@ impl Builder {
                 "ring capacity {} is below the minimum of 4096 bytes",
                 c.ring_capacity
             )));
+        }
+        // Checked before anything starts: a refused file leaves nothing running.
+        #[cfg(feature = "rules")]
+        if let Some(path) = &self.rules {
+            gyr_rules::RuleSet::load(path).map_err(Error::Rules)?;
         }
         let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
         if current.is_some() {
@@ -504,6 +540,14 @@ impl Builder {
         crate::control::set_enabled(&crate::control::Target::Global, self.enabled);
         crate::control::set_running(true);
         install_panic_hook();
+        #[cfg(feature = "rules")]
+        if let Some(path) = &self.rules {
+            // Checked above; a version written since that does not load is said, and the
+            // program runs on without those rules until the file is fixed.
+            if let Err(e) = crate::steer::repository::load_rules(path) {
+                eprintln!("gyr: the rules file was refused, the program runs on without it: {e}");
+            }
+        }
         crate::exit::install(
             self.config.signals,
             crate::exit::Hooks {

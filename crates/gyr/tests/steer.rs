@@ -688,3 +688,159 @@ fn actuations_queued_during_a_synch_point_are_never_lost() {
     assert_eq!(counter.read().count, n);
     counter.unregister();
 }
+
+#[cfg(feature = "rules")]
+#[derive(gyr::Sensor)]
+struct Pressure {
+    p: f64,
+}
+
+#[cfg(feature = "rules")]
+#[derive(gyr::Steerable)]
+struct Valve {
+    opened: u64,
+}
+
+/// A rules file in the program's own steering thread: over a sensor's events it raises an
+/// alert (a `gyr.alert` event), sets an attribute and queues an actuator without waiting for
+/// it; program control is counted as the rule's error; its state is listed. A broken rewrite
+/// is refused with its line and the old rules go on; a fixed one is taken.
+#[cfg(feature = "rules")]
+#[test]
+fn a_rules_file_steers_the_program_and_is_reloaded_when_it_changes() {
+    use steer::repository::{self, FileRuleInfo};
+    let _g = support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rules.toml");
+    let rule = |name: &str| -> FileRuleInfo {
+        repository::rules_file()
+            .and_then(|s| s.rules.into_iter().find(|r| r.name == name))
+            .unwrap_or_else(|| panic!("no rule {name} listed"))
+    };
+
+    // Refused at once, with its place, and nothing runs.
+    std::fs::write(
+        &path,
+        "[[rule]]\nname = \"bad\"\non = \"pressure\"\nwhen = \"p >\"\nthen = 'alert(\"info\", \"x\");'\n",
+    )
+    .unwrap();
+    let e = repository::load_rules(&path).unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+    assert!(e.to_string().contains("rules.toml:4:"), "{e}");
+    assert!(repository::rules_file().is_none());
+
+    let mem = gyr::MemorySink::new();
+    let rt = gyr::Builder::new().sink(mem.clone()).start().unwrap();
+    let relief = steer::param("relief", 0.0f64).register().unwrap();
+    let valve = steer::register("valve", Valve { opened: 0 }).unwrap();
+    valve
+        .add_actuator(Actuator::new("open", |v: &mut Valve, _| {
+            v.opened += 1;
+            Ok(Value::UInt(v.opened))
+        }))
+        .unwrap();
+    std::fs::write(
+        &path,
+        r#"[[rule]]
+name = "high"
+on = "pressure"
+when = "p > 10.0"
+then = '''
+alert("warning", `pressure ${p} above 10`);
+set("relief", p / 2.0);
+'''
+
+[[rule]]
+name = "burst"
+on = "pressure"
+when = "p > 1000.0"
+then = 'actuate("valve.open"); restart();'
+"#,
+    )
+    .unwrap();
+    let handle = repository::load_rules(&path).unwrap();
+    let state = repository::rules_file().unwrap();
+    assert_eq!(state.origin, path.display().to_string());
+    assert_eq!(state.rules.len(), 2);
+    assert_eq!(state.rules[0].when, "p > 10.0");
+
+    Pressure { p: 20.0 }.emit();
+    wait_for("the rule to set relief", || relief.get() == 10.0);
+    wait_for("the firing to be listed", || rule("high").fired == 1);
+    assert!(rule("high").last_fired_unix_ns > 0);
+    assert!(
+        steer::log::entries(0).iter().any(|e| e.who == "rule high"),
+        "the write is in the steering log under the rule's name"
+    );
+
+    // Program control is a watch-dog's: counted as the rule's error. The actuator is queued
+    // and never waited for: the rules go on while the program has not reached a synch point.
+    Pressure { p: 2000.0 }.emit();
+    wait_for("the program-control error", || rule("burst").errors == 1);
+    let burst = rule("burst");
+    assert!(
+        burst.last_error.as_deref().unwrap().contains("watch-dog"),
+        "{burst:?}"
+    );
+    Pressure { p: 5.0 }.emit();
+    Pressure { p: 40.0 }.emit();
+    wait_for("the rules to go on", || relief.get() == 20.0);
+    steer::sync_point("test");
+    assert_eq!(valve.read().opened, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(rule("burst").errors, 1, "the actuator ran: no error");
+
+    // A broken rewrite: refused with its line, the old rules keep firing.
+    std::fs::write(
+        &path,
+        "[[rule]]\nname = \"high\"\non = \"pressure\"\nwhen = \"p > \"\nthen = 'set(\"relief\", 1.0);'\n",
+    )
+    .unwrap();
+    wait_for("the broken version to be refused", || {
+        repository::rules_file().is_some_and(|s| s.load_error.is_some())
+    });
+    let refused = repository::rules_file().unwrap().load_error.unwrap();
+    assert!(refused.contains("rules.toml:4:"), "{refused}");
+    Pressure { p: 5.0 }.emit();
+    Pressure { p: 60.0 }.emit();
+    wait_for("the old rule to fire", || relief.get() == 30.0);
+    wait_for("its count", || rule("high").fired == 3);
+
+    // A fixed rewrite is taken: the rule keeps its counters.
+    std::fs::write(
+        &path,
+        r#"[[rule]]
+name = "high"
+on = "pressure"
+when = "p > 100.0"
+then = 'set("relief", p / 4.0);'
+"#,
+    )
+    .unwrap();
+    wait_for("the fixed version to be taken", || {
+        repository::rules_file().is_some_and(|s| s.load_error.is_none() && s.rules.len() == 1)
+    });
+    assert_eq!(rule("high").when, "p > 100.0");
+    Pressure { p: 5.0 }.emit();
+    Pressure { p: 60.0 }.emit();
+    Pressure { p: 200.0 }.emit();
+    wait_for("the new rule to fire", || relief.get() == 50.0);
+    wait_for("its count", || rule("high").fired == 4);
+
+    rt.flush();
+    let alerts = mem.events("gyr.alert");
+    assert_eq!(alerts.len(), 3, "one alert per firing of the first version");
+    let (_, first) = &alerts[0];
+    assert_eq!(first[0], Value::Str("warning".into()));
+    assert!(
+        matches!(&first[1], Value::Str(m) if m.starts_with("pressure 20") && m.ends_with("above 10")),
+        "{first:?}"
+    );
+    assert_eq!(first[2], Value::Str("high".into()));
+
+    handle.unload();
+    assert!(repository::rules_file().is_none());
+    relief.unregister();
+    valve.unregister();
+    rt.shutdown();
+}

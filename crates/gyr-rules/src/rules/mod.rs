@@ -745,6 +745,20 @@ impl Engine {
         self.holds = ScopeHolds::Nothing;
     }
 
+    /// Counts a failure of the host carrying out an action of the rule `rule` (a write
+    /// refused, an actuator that failed, an action the host cannot take) in that rule's
+    /// errors, so that its state tells the whole story. A rule no longer in the set (the file
+    /// was reloaded since) is ignored. Returns whether the rule was found.
+    pub fn action_failed(&mut self, rule: &str, message: String) -> bool {
+        match self.set.rules.iter().position(|r| r.name == rule) {
+            Some(i) => {
+                self.error(i, message);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn error(&mut self, rule: usize, msg: String) {
         let c = &mut self.counters[rule];
         c.errors += 1;

@@ -462,22 +462,43 @@ impl v1::gyr_server::Gyr for GyrService {
         req: Request<v1::ListRulesRequest>,
     ) -> Result<Response<v1::ListRulesReply>, Status> {
         self.access.permission(&req)?;
-        let rules = steer::repository::rules()
+        let pid = std::process::id();
+        let mut reply = v1::ListRulesReply {
+            origin: "the program's event/action repository".into(),
+            ..Default::default()
+        };
+        reply.rules = steer::repository::rules()
             .into_iter()
             .map(|r| v1::RuleInfo {
                 name: r.name,
                 on: r.event_type,
                 fired: r.fired,
+                last_fired_unix_ns: r.last_fired_unix_ns,
+                last_pid: if r.fired > 0 { pid } else { 0 },
                 errors: r.failed,
                 last_error: r.last_error.unwrap_or_default(),
                 ..Default::default()
             })
             .collect();
-        Ok(Response::new(v1::ListRulesReply {
-            origin: "the program's event/action repository".into(),
-            rules,
-            ..Default::default()
-        }))
+        #[cfg(feature = "rules")]
+        if let Some(file) = steer::repository::rules_file() {
+            reply.origin = file.origin;
+            reply.load_error = file.load_error.unwrap_or_default();
+            reply.loaded_unix_ns = file.loaded_unix_ns;
+            reply
+                .rules
+                .extend(file.rules.into_iter().map(|r| v1::RuleInfo {
+                    name: r.name,
+                    on: r.on.unwrap_or_default(),
+                    when: r.when,
+                    fired: r.fired,
+                    last_fired_unix_ns: r.last_fired_unix_ns,
+                    last_pid: if r.fired > 0 { pid } else { 0 },
+                    errors: r.errors,
+                    last_error: r.last_error.unwrap_or_default(),
+                }));
+        }
+        Ok(Response::new(reply))
     }
 
     async fn list_alerts(

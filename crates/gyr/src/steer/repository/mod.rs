@@ -20,6 +20,15 @@
 //! is parked is one system call. The sensor never waits for the rules: when the queue is full
 //! the event is still recorded, the rules miss it, and [`missed`] counts it (the first miss is
 //! also said once on standard error).
+//!
+//! # Rules files
+//!
+//! With the `rules` feature (on by default), the same thread also runs a rules file of the
+//! expert system (`gyr_rules`, format in `docs/rules.md`): [`load_rules`], `Builder::rules`
+//! or `GYR_RULES=FILE`. Its rules see the events of the types they name in `on`, tapped as
+//! above and decoded once for the closures and the file alike; their actions are carried out
+//! in the process (an alert is a `gyr.alert` event, `set` and `actuate` steer under the name
+//! `rule NAME`), and the file is read again when it changes. See [`load_rules`].
 
 use super::{SteerError, Who};
 use crate::registry::TAP_INLINE;
@@ -29,7 +38,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[cfg(feature = "rules")]
+mod file;
+#[cfg(feature = "rules")]
+pub use file::{
+    ACTUATION_PATIENCE, FileRuleInfo, MAX_WAITING_ACTUATIONS, RELOAD_EVERY, RulesHandle,
+    RulesState, load_rules, rules_file,
+};
+#[cfg(feature = "rules")]
+pub use gyr_rules::RulesError;
 
 /// How long the steering thread keeps spinning for the next event after one arrives: short
 /// enough to cost little on a small machine, long enough to catch a burst.
@@ -75,6 +94,8 @@ struct Rule {
     then: Then,
     who: Who,
     fired: AtomicU64,
+    /// When its action last ran, ns since the Unix epoch (0: never).
+    last_fired_unix_ns: AtomicU64,
     failed: AtomicU64,
     last_error: Mutex<Option<String>>,
     removed: AtomicBool,
@@ -89,6 +110,8 @@ pub struct RuleInfo {
     pub event_type: String,
     /// Times its action ran.
     pub fired: u64,
+    /// When its action last ran, in ns since the Unix epoch (0: never).
+    pub last_fired_unix_ns: u64,
     /// Times its action failed.
     pub failed: u64,
     /// The last failure's message.
@@ -236,6 +259,7 @@ pub fn on_event(
         then: Box::new(then),
         who: Who::new(format!("rule {name}")),
         fired: AtomicU64::new(0),
+        last_fired_unix_ns: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         last_error: Mutex::new(None),
         removed: AtomicBool::new(false),
@@ -257,10 +281,39 @@ pub fn remove(name: &str) {
     set_taps(&rules);
 }
 
+/// The event types a rules file's rules watch: tapped beside the closures' types.
+static FILE_TYPES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 fn set_taps(rules: &[Arc<Rule>]) {
+    let mut tapped: Vec<String> = rules.iter().map(|r| r.type_name.clone()).collect();
+    tapped.extend(
+        FILE_TYPES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned(),
+    );
+    tapped.sort();
+    tapped.dedup();
     let mut reg = crate::registry::registry();
-    reg.tapped = rules.iter().map(|r| r.type_name.clone()).collect();
+    reg.tapped = tapped;
     crate::registry::recompute(&mut reg);
+}
+
+/// Taps the event types a rules file watches (and no longer those of its version before).
+#[cfg_attr(not(feature = "rules"), allow(dead_code))]
+fn set_file_types(types: Vec<String>) {
+    let r = repository();
+    *FILE_TYPES.lock().unwrap_or_else(|e| e.into_inner()) = types;
+    let rules = r.rules.lock().unwrap_or_else(|e| e.into_inner());
+    set_taps(&rules);
+}
+
+/// Now, in ns since the Unix epoch.
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Every rule with its counters.
@@ -276,6 +329,7 @@ pub fn rules() -> Vec<RuleInfo> {
             name: x.name.clone(),
             event_type: x.type_name.clone(),
             fired: x.fired.load(Ordering::Relaxed),
+            last_fired_unix_ns: x.last_fired_unix_ns.load(Ordering::Relaxed),
             failed: x.failed.load(Ordering::Relaxed),
             last_error: x
                 .last_error
@@ -288,12 +342,21 @@ pub fn rules() -> Vec<RuleInfo> {
 
 fn steering_thread(rx: Receiver<Tapped>) {
     let mut schemas: Vec<Option<Schema>> = Vec::new();
+    // The rules file's engine lives here: it is not `Send`, so it is made on this thread.
+    #[cfg(feature = "rules")]
+    let mut file = file::Runner::new();
     // Until when to spin for the next event of a burst before parking again.
     let mut spin_until: Option<Instant> = None;
     loop {
+        #[cfg(feature = "rules")]
+        file.poll();
         match rx.try_recv() {
             Ok(t) => {
-                handle(t, &mut schemas);
+                if let Some(view) = decode_tapped(t, &mut schemas) {
+                    run_closures(&view);
+                    #[cfg(feature = "rules")]
+                    file.event(&view);
+                }
                 spin_until = Some(Instant::now() + DEFAULT_SPIN);
             }
             Err(TryRecvError::Empty) => match spin_until {
@@ -303,6 +366,15 @@ fn steering_thread(rx: Receiver<Tapped>) {
                 // this park makes it return at once, so no event is left waiting.
                 _ => {
                     spin_until = None;
+                    #[cfg(feature = "rules")]
+                    {
+                        file.idle();
+                        match file.tick() {
+                            Some(d) => std::thread::park_timeout(d),
+                            None => std::thread::park(),
+                        }
+                    }
+                    #[cfg(not(feature = "rules"))]
                     std::thread::park();
                 }
             },
@@ -311,7 +383,8 @@ fn steering_thread(rx: Receiver<Tapped>) {
     }
 }
 
-fn handle(t: Tapped, schemas: &mut Vec<Option<Schema>>) {
+/// A tapped event decoded, once, for every rule that watches its type.
+fn decode_tapped(t: Tapped, schemas: &mut Vec<Option<Schema>>) -> Option<EventView> {
     let i = t.type_id as usize;
     if schemas.len() <= i {
         schemas.resize(i + 1, None);
@@ -321,15 +394,17 @@ fn handle(t: Tapped, schemas: &mut Vec<Option<Schema>>) {
             .into_iter()
             .find(|s| s.id == t.type_id);
     }
-    let Some(schema) = &schemas[i] else { return };
-    let Ok(values) = decode(schema, t.payload.bytes()) else {
-        return;
-    };
-    let view = EventView {
+    let schema = schemas[i].as_ref()?;
+    let values = decode(schema, t.payload.bytes()).ok()?;
+    Some(EventView {
         schema: schema.clone(),
         values,
         received_ns: crate::clock::now_ns(),
-    };
+    })
+}
+
+fn run_closures(view: &EventView) {
+    let schema = &view.schema;
     let rules: Vec<Arc<Rule>> = match REPOSITORY.get() {
         Some(r) => r.rules.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         None => return,
@@ -340,8 +415,8 @@ fn handle(t: Tapped, schemas: &mut Vec<Option<Schema>>) {
     {
         // Rules are user code: a panic counts as a failure of that rule, nothing more.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if (rule.when)(&view) {
-                Some((rule.then)(&view, &rule.who))
+            if (rule.when)(view) {
+                Some((rule.then)(view, &rule.who))
             } else {
                 None
             }
@@ -352,6 +427,8 @@ fn handle(t: Tapped, schemas: &mut Vec<Option<Schema>>) {
             Err(_) => Err("the rule panicked".to_owned()),
         };
         rule.fired.fetch_add(1, Ordering::Relaxed);
+        rule.last_fired_unix_ns
+            .store(unix_now_ns(), Ordering::Relaxed);
         if let Err(e) = result {
             rule.failed.fetch_add(1, Ordering::Relaxed);
             *rule.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
