@@ -268,7 +268,9 @@ impl Thread {
             });
             for f in firings {
                 self.fired_at.insert(f.rule.clone(), now_ns());
-                self.carry_out(f);
+                for (rule, message) in self.carry_out(f) {
+                    self.engine.action_failed(&rule, message);
+                }
             }
         }
     }
@@ -331,10 +333,12 @@ impl Thread {
         *r.state.lock().unwrap_or_else(|e| e.into_inner()) = reply;
     }
 
-    /// Carries out what a firing asks for.
-    fn carry_out(&self, f: Firing) {
+    /// Carries out what a firing asks for; returns the actions that do not apply, as (rule,
+    /// why), to be counted in the rule's errors.
+    fn carry_out(&self, f: Firing) -> Vec<(String, String)> {
+        let mut not_applied = Vec::new();
         let Some(shared) = self.shared.upgrade() else {
-            return;
+            return not_applied;
         };
         let target = match &f.target {
             None => Some(f.pid),
@@ -390,6 +394,25 @@ impl Thread {
                 raise(&shared, f.pid, f.t_ns, "warning", &message, &f.rule);
                 continue;
             };
+            // Program control is a watch-dog's: a program without its `watched` object (an
+            // instrumented program, an ensemble, which retries its members itself) is not
+            // one, and the rule's error says so rather than an alert each time.
+            if let Steer::Call(path, _) = &call
+                && path.starts_with(&format!("{WATCHED_OBJECT}."))
+                && shared.programs.with(pid, |p| {
+                    p.objects
+                        .as_ref()
+                        .is_some_and(|o| !o.objects.iter().any(|x| x.name == WATCHED_OBJECT))
+                }) == Some(true)
+            {
+                not_applied.push((
+                    f.rule.clone(),
+                    format!(
+                        "`{action}` controls a watch-dog's program, and program {pid} is not run by a watch-dog (it has no `{WATCHED_OBJECT}` object)"
+                    ),
+                ));
+                continue;
+            }
             let client = shared.clients().get(&pid).cloned();
             let Some(client) = client else {
                 let message = format!(
@@ -412,6 +435,7 @@ impl Thread {
                 raise(&shared2, alert_pid, t_ns, "warning", &message, &rule);
             });
         }
+        not_applied
     }
 }
 
