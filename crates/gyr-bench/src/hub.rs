@@ -459,6 +459,18 @@ impl v1::gyr_server::Gyr for CountOnly {
     async fn log(&self, _: Request<v1::LogRequest>) -> Result<Response<Self::LogStream>, Status> {
         no()
     }
+    async fn list_rules(
+        &self,
+        _: Request<v1::ListRulesRequest>,
+    ) -> Result<Response<v1::ListRulesReply>, Status> {
+        no()
+    }
+    async fn list_alerts(
+        &self,
+        _: Request<v1::ListAlertsRequest>,
+    ) -> Result<Response<v1::ListAlertsReply>, Status> {
+        no()
+    }
 }
 
 fn floor_rate(seconds: u64) -> anyhow::Result<f64> {
