@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 //!
-//! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`, `soak`)
+//! `cargo run --release -p gyr-bench -- sensors --json` (also `steering`, `hub`, `rules`, `soak`)
 
 mod callgrind;
 mod capture;
@@ -10,6 +10,7 @@ mod floor;
 mod hub;
 mod ordering;
 mod peers;
+mod rules;
 mod sensors;
 mod soak;
 mod steering;
@@ -61,6 +62,28 @@ enum Bench {
         /// Shorter runs (for smoke tests).
         #[arg(long)]
         quick: bool,
+    },
+    /// The expert system and the watch-dog: events/s through 50 rules against plain Rust and
+    /// against rhai alone; lines/s the watch-dog parses from a growing file against
+    /// `read_line`; latency from a line written to the alert a hub's gRPC client sees.
+    Rules {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs, 20 latency samples (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The watch-dog of the alert latency (started by `rules`): what `gyr watchdog --spec SPEC
+    /// --hub HUB --files FILE --quiet` runs.
+    #[command(hide = true)]
+    RulesWatchdog {
+        #[arg(long)]
+        spec: std::path::PathBuf,
+        #[arg(long)]
+        hub: String,
+        #[arg(long)]
+        file: String,
     },
     /// The web page under load: a hub fed by a program with 1000 threads and 200 series,
     /// watched by the real page in headless Chromium; time per frame and bytes per second.
@@ -154,6 +177,8 @@ fn main() -> anyhow::Result<()> {
         Bench::Steering { json, quick } => steering::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),
+        Bench::Rules { json, quick } => rules::run(json, quick),
+        Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
         Bench::Ordering { json, quick } => ordering::run(json, quick),
         Bench::HubFeeder {
             addr,

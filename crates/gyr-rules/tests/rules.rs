@@ -134,6 +134,24 @@ fn the_same_condition_through_rhai_fires_at_the_same_events() {
 }
 
 #[test]
+fn interpreted_rules_fire_as_the_native_ones_do() {
+    let native = RuleSet::parse(WATCH, "r").unwrap();
+    assert!(native.info().iter().any(|r| r.native));
+    let interpreted = RuleSet::parse(WATCH, "r").unwrap().interpreted();
+    assert!(interpreted.info().iter().all(|r| !r.native));
+    let (mut a, mut b) = (Engine::new(native), Engine::new(interpreted));
+    let f = Feed::new();
+    for i in 0..=80 {
+        let x = converge_then_diverge(i);
+        assert_eq!(
+            f.one(&mut a, i, x, 0),
+            f.one(&mut b, i, x, 0),
+            "iteration {i}"
+        );
+    }
+}
+
+#[test]
 fn an_event_rule_fires_once_per_episode_unless_it_repeats() {
     let mut e = engine(
         r#"

@@ -364,6 +364,16 @@ impl RuleSet {
         &self.origin
     }
 
+    /// The same rules with every condition evaluated by rhai, none natively: what the native
+    /// forms save is measured against it (`gyr-bench rules`). A condition means the same
+    /// either way.
+    pub fn interpreted(mut self) -> RuleSet {
+        for r in &mut self.rules {
+            r.native = None;
+        }
+        self
+    }
+
     /// The rules, in file order.
     pub fn info(&self) -> Vec<RuleInfo> {
         self.rules
