@@ -187,7 +187,7 @@ pub(crate) fn rules(
             .collect();
         let v = serde_json::json!({
             "origin": r.origin, "loaded_unix_ns": r.loaded_unix_ns,
-            "load_error": r.load_error, "rules": rules,
+            "load_error": r.load_error, "events_missed": r.events_missed, "rules": rules,
         });
         writeln!(out, "{v}").map_err(w)?;
         return Ok(ExitCode::SUCCESS);
@@ -209,6 +209,14 @@ pub(crate) fn rules(
             "rules from {} (loaded {})",
             show::printable(&r.origin),
             show::utc(r.loaded_unix_ns)
+        )
+        .map_err(w)?;
+    }
+    if r.events_missed > 0 {
+        writeln!(
+            out,
+            "the rules missed {} events: their queue was full (the events were still recorded)",
+            r.events_missed
         )
         .map_err(w)?;
     }

@@ -112,7 +112,9 @@ impl Rules {
 
     /// What `ListRules` answers.
     pub(crate) fn state(&self) -> v1::ListRulesReply {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let mut reply = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        reply.events_missed = self.missed.load(Ordering::Relaxed);
+        reply
     }
 
     /// Starts the rules thread.
@@ -164,6 +166,7 @@ fn reply(set: &RuleSet, states: &[gyr_rules::RuleState], loaded: u64) -> v1::Lis
         rules,
         load_error: String::new(),
         loaded_unix_ns: loaded,
+        events_missed: 0,
     }
 }
 

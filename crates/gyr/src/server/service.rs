@@ -465,6 +465,8 @@ impl v1::gyr_server::Gyr for GyrService {
         let pid = std::process::id();
         let mut reply = v1::ListRulesReply {
             origin: "the program's event/action repository".into(),
+            // Watched events the steering thread's queue had no room for.
+            events_missed: steer::repository::missed(),
             ..Default::default()
         };
         reply.rules = steer::repository::rules()
