@@ -328,52 +328,43 @@ impl TypeState {
                 stats.insert(series_id(pid, ty, f), st.clone());
             }
         }
+        let fields = &self.schema.fields;
+        let mut insert = |i: usize, by: Groups| {
+            groups.insert(series_id(pid, &self.schema.name, &fields[i].name), by);
+        };
         for (i, g) in self.groups.iter().enumerate() {
-            let Some(g) = g else { continue };
-            if g.is_empty() {
-                continue;
+            if let Some(g) = g.as_ref().filter(|g| !g.is_empty()) {
+                insert(
+                    i,
+                    group_view(fields, g.iter().map(|(k, v)| (k.to_string(), v))),
+                );
             }
-            let by: Groups = g
-                .iter()
-                .map(|(k, latest)| {
-                    let fields = latest
-                        .iter()
-                        .zip(&self.schema.fields)
-                        .filter(|(x, _)| x.is_finite())
-                        .map(|(x, f)| (f.name.clone(), *x))
-                        .collect();
-                    (k.to_string(), fields)
-                })
-                .collect();
-            groups.insert(
-                series_id(pid, &self.schema.name, &self.schema.fields[i].name),
-                by,
-            );
         }
         for (i, g) in self.text_groups.iter().enumerate() {
-            let Some(g) = g else { continue };
-            if g.len() < 2 {
-                // One run alone has nothing to compare with.
-                continue;
+            // One run alone has nothing to compare with.
+            if let Some(g) = g.as_ref().filter(|g| g.len() >= 2) {
+                insert(i, group_view(fields, g.iter().map(|(k, v)| (k.clone(), v))));
             }
-            let by: Groups = g
-                .iter()
-                .map(|(k, latest)| {
-                    let fields = latest
-                        .iter()
-                        .zip(&self.schema.fields)
-                        .filter(|(x, _)| x.is_finite())
-                        .map(|(x, f)| (f.name.clone(), *x))
-                        .collect();
-                    (k.clone(), fields)
-                })
-                .collect();
-            groups.insert(
-                series_id(pid, &self.schema.name, &self.schema.fields[i].name),
-                by,
-            );
         }
     }
+}
+
+/// The page's view of one grouped field: per group key, its latest finite values by field name.
+fn group_view<'a>(
+    fields: &[gyr_core::Field],
+    latest: impl Iterator<Item = (String, &'a Vec<f64>)>,
+) -> Groups {
+    latest
+        .map(|(k, values)| {
+            let by_name = values
+                .iter()
+                .zip(fields)
+                .filter(|(x, _)| x.is_finite())
+                .map(|(x, f)| (f.name.clone(), *x))
+                .collect();
+            (k, by_name)
+        })
+        .collect()
 }
 
 /// The id of a series in the UI protocol: `pid/type/field`.
