@@ -41,6 +41,7 @@ mod dynamic;
 mod exit;
 pub mod extended;
 mod monitor;
+pub mod msg;
 mod primitives;
 mod producer;
 mod registry;

@@ -32,9 +32,6 @@
 //! | `gyr.barrier.depart` | `barrier`, `generation`, `parties` | `parties` arrivals of its generation |
 //! | `gyr.span.begin`, `gyr.span.end` | `name` | |
 
-use crate::registry::SensorType;
-use crate::sensor::{Sensor, SensorField};
-use gyr_core::Field;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Defines a built-in event type: the struct and its [`Sensor`] implementation (what
@@ -49,29 +46,32 @@ macro_rules! builtin_event {
         #[allow(missing_docs)] // the struct's doc says what each field is
         pub struct $ty $(<$lt>)? { $($(#[$fm])* pub $f: $ft),* }
 
-        impl $(<$lt>)? Sensor for $ty $(<$lt>)? {
+        impl $(<$lt>)? $crate::sensor::Sensor for $ty $(<$lt>)? {
             const NAME: &'static str = $name;
-            fn fields() -> Vec<Field> {
-                vec![$(Field::new(stringify!($f), <$ft as SensorField>::TYPE)),*]
+            fn fields() -> Vec<$crate::gyr_core::Field> {
+                vec![$($crate::gyr_core::Field::new(stringify!($f), <$ft as $crate::sensor::SensorField>::TYPE)),*]
             }
-            fn sensor_type() -> &'static SensorType {
-                static TYPE: SensorType = SensorType::new();
+            fn sensor_type() -> &'static $crate::SensorType {
+                static TYPE: $crate::SensorType = $crate::SensorType::new();
                 &TYPE
             }
             #[inline(always)]
             fn encoded_len(&self) -> usize {
-                0 $(+ self.$f.encoded_len())*
+                0 $(+ $crate::sensor::SensorField::encoded_len(&self.$f))*
             }
             #[inline(always)]
             #[allow(unused_variables, unused_mut)]
             fn encode(&self, out: &mut [u8]) {
                 let mut at = 0;
-                $(at += self.$f.encode(&mut out[at..]);)*
+                $(at += $crate::sensor::SensorField::encode(&self.$f, &mut out[at..]);)*
                 debug_assert_eq!(at, out.len());
             }
         }
     )*};
 }
+
+// `gyr::msg` defines its events with the same macro.
+pub(crate) use builtin_event;
 
 builtin_event! {
     /// This thread created `child` (gyr's id for it, reserved before it ran).
