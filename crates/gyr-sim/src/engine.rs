@@ -1,0 +1,772 @@
+//! The discrete-event replay: one logical process (LP) per rank, after MPI-SIM.
+//!
+//! Each LP has a simulation clock, a request list and, per source and channel, a queue of
+//! posted receives and one of messages that arrived before their receive. A send is a message
+//! to the receiver's LP stamped with its arrival time; a receive completes at the later of the
+//! arrival and the post, plus the receiver's overhead. Traces name the actual source of every
+//! receive, so every LP runs in MPI-SIM's deterministic mode: it may take a matching message
+//! as soon as it is there.
+//!
+//! Events are processed in time order from one queue (ties in the order they were queued), and
+//! an LP performs one timed operation per event, so that the network interfaces ranks share
+//! are taken in the order of simulated time: the prediction is the same on every run.
+
+use crate::model::Network;
+use crate::program::{Channel, Op, RankProgram, ReqId};
+use foldhash::HashMap;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Why a replay cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// Two programs for one rank.
+    #[error("rank {0} has two programs")]
+    DuplicateRank(u32),
+    /// A message to or from a rank that has no program.
+    #[error(
+        "rank {rank} exchanges messages with rank {peer}, which has no trace: give every rank's trace"
+    )]
+    UnknownPeer {
+        /// The rank.
+        rank: u32,
+        /// The rank without a program.
+        peer: u32,
+    },
+    /// A wait for a request that was never started.
+    #[error("rank {rank} waits for request {req}, which it never started")]
+    UnknownRequest {
+        /// The rank.
+        rank: u32,
+        /// The request.
+        req: ReqId,
+    },
+    /// The network's parameters are not usable.
+    #[error("the network model: {0}")]
+    Model(String),
+}
+
+/// One of the program's calls on the predicted timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallSpan {
+    /// The call's name.
+    pub name: String,
+    /// Predicted start, ns from the run's start.
+    pub start_ns: u64,
+    /// Predicted end.
+    pub end_ns: u64,
+}
+
+/// A rank's predicted run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankPrediction {
+    /// The rank.
+    pub rank: u32,
+    /// When it finished its last operation (or, if it never could, where it stopped).
+    pub end_ns: u64,
+    /// Time inside the program's calls.
+    pub calls_ns: u64,
+    /// Its calls, in order.
+    pub calls: Vec<CallSpan>,
+}
+
+/// A rank that could not finish: it waits for a message no trace sends (a rank was killed, or
+/// a trace was cut off).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unfinished {
+    /// The rank.
+    pub rank: u32,
+    /// The operation it is stuck at.
+    pub at_op: usize,
+    /// What it waits for.
+    pub waiting_for: String,
+}
+
+/// The replay's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Per rank, in rank order.
+    pub ranks: Vec<RankPrediction>,
+    /// The last rank's end.
+    pub makespan_ns: u64,
+    /// Messages simulated (the program's and the collectives').
+    pub messages: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Ranks that could not finish.
+    pub unfinished: Vec<Unfinished>,
+}
+
+/// Replays `programs` on `network`.
+pub fn simulate(programs: Vec<RankProgram>, network: &Network) -> Result<Prediction, SimError> {
+    network.validate().map_err(SimError::Model)?;
+    Sim::new(programs, *network)?.run()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The data, sent eagerly.
+    Eager,
+    /// A rendezvous's request to send; `.0` is the sender's request.
+    RequestToSend(ReqId),
+}
+
+#[derive(Debug)]
+enum Ev {
+    /// The LP performs its next operation.
+    Step(usize),
+    /// A message (or a request to send) reaches `dst`.
+    Arrive {
+        src: usize,
+        dst: usize,
+        channel: Channel,
+        bytes: u64,
+        kind: Kind,
+    },
+    /// The receiver's clear to send reaches the sender, who sends the data.
+    ClearToSend {
+        src: usize,
+        send_req: ReqId,
+        dst: usize,
+        recv_req: ReqId,
+        bytes: u64,
+    },
+    /// A rendezvous's data reaches the receiver.
+    Data {
+        src: usize,
+        dst: usize,
+        recv_req: ReqId,
+        bytes: u64,
+    },
+    /// A request completes.
+    Done { lp: usize, req: ReqId },
+}
+
+/// An arrival its receive has not been posted for.
+#[derive(Debug)]
+struct Unexpected {
+    at: u64,
+    bytes: u64,
+    kind: Kind,
+}
+
+#[derive(Debug, Default)]
+struct Queues {
+    posted: VecDeque<(ReqId, u64)>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+#[derive(Debug)]
+struct Lp {
+    prog: RankProgram,
+    pc: usize,
+    clock: u64,
+    /// Completion time of each started request (`None`: not yet).
+    reqs: HashMap<ReqId, Option<u64>>,
+    /// The requests of the wait it is blocked in.
+    waiting: Option<Vec<ReqId>>,
+    /// Per (source LP, channel).
+    queues: HashMap<(usize, Channel), Queues>,
+    /// When its own interface can take the next message.
+    tx_free: u64,
+    open: HashMap<u32, u64>,
+    calls: Vec<CallSpan>,
+    calls_ns: u64,
+}
+
+struct Sim {
+    lps: Vec<Lp>,
+    network: Network,
+    /// Per node: when its network interface can send, and receive, the next message.
+    node_tx: HashMap<u32, u64>,
+    node_rx: HashMap<u32, u64>,
+    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    slots: Vec<Option<Ev>>,
+    free_slots: Vec<usize>,
+    seq: u64,
+    events: u64,
+    messages: u64,
+}
+
+impl Sim {
+    fn new(mut programs: Vec<RankProgram>, network: Network) -> Result<Sim, SimError> {
+        programs.sort_by_key(|p| p.rank);
+        for w in programs.windows(2) {
+            if w[0].rank == w[1].rank {
+                return Err(SimError::DuplicateRank(w[0].rank));
+            }
+        }
+        let index: HashMap<u32, usize> = programs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.rank, i))
+            .collect();
+        // Check peers and requests up front, so that the replay itself cannot fail.
+        for p in &programs {
+            let mut started = foldhash::HashSet::default();
+            for op in &p.ops {
+                match op {
+                    Op::Isend { req, to: peer, .. }
+                    | Op::Irecv {
+                        req, from: peer, ..
+                    } => {
+                        if !index.contains_key(peer) {
+                            return Err(SimError::UnknownPeer {
+                                rank: p.rank,
+                                peer: *peer,
+                            });
+                        }
+                        started.insert(*req);
+                    }
+                    Op::Wait(reqs) => {
+                        if let Some(req) = reqs.iter().find(|r| !started.contains(*r)) {
+                            return Err(SimError::UnknownRequest {
+                                rank: p.rank,
+                                req: *req,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let lps = programs
+            .into_iter()
+            .map(|prog| Lp {
+                prog,
+                pc: 0,
+                clock: 0,
+                reqs: HashMap::default(),
+                waiting: None,
+                queues: HashMap::default(),
+                tx_free: 0,
+                open: HashMap::default(),
+                calls: Vec::new(),
+                calls_ns: 0,
+            })
+            .collect();
+        Ok(Sim {
+            lps,
+            network,
+            node_tx: HashMap::default(),
+            node_rx: HashMap::default(),
+            queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            seq: 0,
+            events: 0,
+            messages: 0,
+        })
+    }
+
+    fn rank(&self, lp: usize) -> u32 {
+        self.lps[lp].prog.rank
+    }
+
+    fn at(&mut self, time: u64, ev: Ev) {
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.slots[s] = Some(ev);
+                s
+            }
+            None => {
+                self.slots.push(Some(ev));
+                self.slots.len() - 1
+            }
+        };
+        self.queue.push(Reverse((time, self.seq, slot)));
+        self.seq += 1;
+    }
+
+    fn run(mut self) -> Result<Prediction, SimError> {
+        for lp in 0..self.lps.len() {
+            self.at(0, Ev::Step(lp));
+        }
+        while let Some(Reverse((now, _, slot))) = self.queue.pop() {
+            let ev = self.slots[slot]
+                .take()
+                .expect("a queued event is in its slot");
+            self.free_slots.push(slot);
+            self.events += 1;
+            match ev {
+                Ev::Step(lp) => self.step(lp, now),
+                Ev::Arrive {
+                    src,
+                    dst,
+                    channel,
+                    bytes,
+                    kind,
+                } => self.arrive(now, src, dst, channel, bytes, kind),
+                Ev::ClearToSend {
+                    src,
+                    send_req,
+                    dst,
+                    recv_req,
+                    bytes,
+                } => {
+                    let (start, done) = self.transmit(src, dst, now, bytes);
+                    let path = *self.network.path(self.rank(src), self.rank(dst));
+                    self.at(
+                        done,
+                        Ev::Done {
+                            lp: src,
+                            req: send_req,
+                        },
+                    );
+                    self.at(
+                        start + path.flight(bytes),
+                        Ev::Data {
+                            src,
+                            dst,
+                            recv_req,
+                            bytes,
+                        },
+                    );
+                }
+                Ev::Data {
+                    src,
+                    dst,
+                    recv_req,
+                    bytes,
+                } => {
+                    let at = self.take_interface_in(src, dst, now, bytes);
+                    let path = *self.network.path(self.rank(src), self.rank(dst));
+                    self.at(
+                        at + path.cpu(bytes),
+                        Ev::Done {
+                            lp: dst,
+                            req: recv_req,
+                        },
+                    );
+                }
+                Ev::Done { lp, req } => self.complete(lp, req, now),
+            }
+        }
+        Ok(self.finish())
+    }
+
+    /// Performs `lp`'s operations at `now` until one takes time or blocks.
+    fn step(&mut self, lp: usize, now: u64) {
+        loop {
+            let l = &mut self.lps[lp];
+            let Some(op) = l.prog.ops.get(l.pc).cloned() else {
+                return;
+            };
+            l.pc += 1;
+            match op {
+                Op::Compute(ns) => {
+                    l.clock = now.saturating_add(ns);
+                    let t = l.clock;
+                    self.at(t, Ev::Step(lp));
+                    return;
+                }
+                Op::Begin(i) => {
+                    l.open.insert(i, now);
+                }
+                Op::End(i) => {
+                    if let Some(start) = l.open.remove(&i) {
+                        let name = l.prog.calls.get(i as usize).cloned().unwrap_or_default();
+                        l.calls_ns += now - start;
+                        l.calls.push(CallSpan {
+                            name,
+                            start_ns: start,
+                            end_ns: now,
+                        });
+                    }
+                }
+                Op::Isend {
+                    req,
+                    to,
+                    channel,
+                    bytes,
+                } => {
+                    let dst = self.index_of(to);
+                    self.send(lp, now, req, dst, channel, bytes);
+                    return;
+                }
+                Op::Irecv { req, from, channel } => {
+                    let src = self.index_of(from);
+                    self.post(lp, now, req, src, channel);
+                }
+                Op::Wait(reqs) => {
+                    let l = &mut self.lps[lp];
+                    match wait_done(&l.reqs, &reqs) {
+                        Some(done) if done <= now => {}
+                        Some(done) => {
+                            l.clock = done;
+                            self.at(done, Ev::Step(lp));
+                            return;
+                        }
+                        None => {
+                            l.waiting = Some(reqs);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn index_of(&self, rank: u32) -> usize {
+        // Checked in `new`: every peer has a program.
+        self.lps
+            .binary_search_by_key(&rank, |l| l.prog.rank)
+            .expect("peers were checked before the replay")
+    }
+
+    /// Reserves the sender's interfaces for `bytes` from `now` on: returns when the data
+    /// starts to leave and when the sender's processor is done with it.
+    fn transmit(&mut self, src: usize, dst: usize, now: u64, bytes: u64) -> (u64, u64) {
+        let (a, b) = (self.rank(src), self.rank(dst));
+        let path = *self.network.path(a, b);
+        let busy = path.interface(bytes);
+        let mut start = now.max(self.lps[src].tx_free);
+        let crosses = self.network.node(a) != self.network.node(b);
+        if crosses {
+            let node = self.network.node(a);
+            let free = self.node_tx.entry(node).or_insert(0);
+            start = start.max(*free);
+            *free = start + busy;
+        }
+        self.lps[src].tx_free = start + busy;
+        self.messages += 1;
+        (start, start + path.cpu(bytes))
+    }
+
+    /// When a message of `bytes` reaching `dst` at `now` is in: later if the receiving node's
+    /// interface is still busy with earlier ones.
+    fn take_interface_in(&mut self, src: usize, dst: usize, now: u64, bytes: u64) -> u64 {
+        let (a, b) = (self.rank(src), self.rank(dst));
+        if self.network.node(a) == self.network.node(b) {
+            return now;
+        }
+        let path = *self.network.path(a, b);
+        let free = self.node_rx.entry(self.network.node(b)).or_insert(0);
+        let at = now.max(*free);
+        *free = at + path.interface(bytes);
+        at
+    }
+
+    fn send(&mut self, lp: usize, now: u64, req: ReqId, dst: usize, channel: Channel, bytes: u64) {
+        let path = *self.network.path(self.rank(lp), self.rank(dst));
+        if path.rendezvous(bytes) {
+            // Only the request to send leaves now; the data waits for the clear to send.
+            let t = now + path.o.round().max(0.0) as u64;
+            self.lps[lp].clock = t;
+            self.lps[lp].reqs.insert(req, None);
+            self.messages += 1;
+            self.at(
+                now + path.control(),
+                Ev::Arrive {
+                    src: lp,
+                    dst,
+                    channel,
+                    bytes,
+                    kind: Kind::RequestToSend(req),
+                },
+            );
+            self.at(t, Ev::Step(lp));
+        } else {
+            let (start, done) = self.transmit(lp, dst, now, bytes);
+            self.lps[lp].clock = done;
+            // An eager send is complete once the data is copied out.
+            self.lps[lp].reqs.insert(req, Some(done));
+            self.at(
+                start + path.flight(bytes),
+                Ev::Arrive {
+                    src: lp,
+                    dst,
+                    channel,
+                    bytes,
+                    kind: Kind::Eager,
+                },
+            );
+            self.at(done, Ev::Step(lp));
+        }
+    }
+
+    fn post(&mut self, lp: usize, now: u64, req: ReqId, src: usize, channel: Channel) {
+        self.lps[lp].reqs.insert(req, None);
+        let q = self.lps[lp].queues.entry((src, channel)).or_default();
+        match q.unexpected.pop_front() {
+            Some(m) => self.matched(src, lp, req, m.at.max(now), m.bytes, m.kind),
+            None => q.posted.push_back((req, now)),
+        }
+    }
+
+    fn arrive(
+        &mut self,
+        now: u64,
+        src: usize,
+        dst: usize,
+        channel: Channel,
+        bytes: u64,
+        kind: Kind,
+    ) {
+        let now = match kind {
+            Kind::Eager => self.take_interface_in(src, dst, now, bytes),
+            Kind::RequestToSend(_) => now,
+        };
+        let q = self.lps[dst].queues.entry((src, channel)).or_default();
+        match q.posted.pop_front() {
+            Some((req, posted)) => self.matched(src, dst, req, now.max(posted), bytes, kind),
+            None => q.unexpected.push_back(Unexpected {
+                at: now,
+                bytes,
+                kind,
+            }),
+        }
+    }
+
+    /// A message and its receive met at `at`.
+    fn matched(&mut self, src: usize, dst: usize, req: ReqId, at: u64, bytes: u64, kind: Kind) {
+        let path = *self.network.path(self.rank(src), self.rank(dst));
+        match kind {
+            Kind::Eager => self.at(at + path.cpu(bytes), Ev::Done { lp: dst, req }),
+            Kind::RequestToSend(send_req) => self.at(
+                at + path.control(),
+                Ev::ClearToSend {
+                    src,
+                    send_req,
+                    dst,
+                    recv_req: req,
+                    bytes,
+                },
+            ),
+        }
+    }
+
+    fn complete(&mut self, lp: usize, req: ReqId, now: u64) {
+        let l = &mut self.lps[lp];
+        l.reqs.insert(req, Some(now));
+        let Some(waiting) = &l.waiting else { return };
+        if let Some(done) = wait_done(&l.reqs, waiting) {
+            l.waiting = None;
+            l.clock = l.clock.max(done);
+            let t = l.clock;
+            self.at(t, Ev::Step(lp));
+        }
+    }
+
+    fn finish(self) -> Prediction {
+        let mut unfinished = Vec::new();
+        let mut ranks = Vec::with_capacity(self.lps.len());
+        for l in self.lps {
+            if l.pc < l.prog.ops.len() || l.waiting.is_some() {
+                let waiting_for = match &l.waiting {
+                    Some(reqs) => describe_wait(&l.prog, reqs),
+                    None => "nothing (stopped)".into(),
+                };
+                unfinished.push(Unfinished {
+                    rank: l.prog.rank,
+                    at_op: l.pc.saturating_sub(1),
+                    waiting_for,
+                });
+            }
+            ranks.push(RankPrediction {
+                rank: l.prog.rank,
+                end_ns: l.clock,
+                calls_ns: l.calls_ns,
+                calls: l.calls,
+            });
+        }
+        Prediction {
+            makespan_ns: ranks.iter().map(|r| r.end_ns).max().unwrap_or(0),
+            ranks,
+            messages: self.messages,
+            events: self.events,
+            unfinished,
+        }
+    }
+}
+
+/// When the last of `reqs` completed, if all have.
+fn wait_done(state: &HashMap<ReqId, Option<u64>>, reqs: &[ReqId]) -> Option<u64> {
+    let mut last = 0;
+    for r in reqs {
+        last = last.max(state.get(r).copied().flatten()?);
+    }
+    Some(last)
+}
+
+fn describe_wait(prog: &RankProgram, reqs: &[ReqId]) -> String {
+    let mut parts = Vec::new();
+    for op in &prog.ops {
+        match op {
+            Op::Isend { req, to, bytes, .. } if reqs.contains(req) => {
+                parts.push(format!("a send of {bytes} bytes to rank {to}"))
+            }
+            Op::Irecv { req, from, .. } if reqs.contains(req) => {
+                parts.push(format!("a message from rank {from}"))
+            }
+            _ => {}
+        }
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LogGops;
+
+    const CH: Channel = Channel::User { comm: 0, tag: 0 };
+
+    fn net() -> Network {
+        Network::single(LogGops {
+            latency: 1000.0,
+            o: 100.0,
+            g: 50.0,
+            gap_per_byte: 1.0,
+            overhead_per_byte: 0.0,
+            eager_limit: 1000,
+        })
+    }
+
+    #[test]
+    fn an_eager_ping_pong_by_hand() {
+        // Rank 0 sends 101 bytes at 0: its processor is busy until o = 100; the data arrives at
+        // o + 100·G + L = 1200; rank 1, waiting since 0, completes at 1200 + o = 1300, then
+        // sends back: arrives at 1300 + 1200 = 2500, completes at 2600.
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 101);
+        a.recv(1, CH);
+        let mut b = RankProgram::new(1);
+        b.recv(0, CH);
+        b.send(0, CH, 101);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 2600);
+        assert_eq!(
+            p.ranks[1].end_ns, 1400,
+            "rank 1 ends after its send's overhead"
+        );
+        assert_eq!(p.makespan_ns, 2600);
+        assert!(p.unfinished.is_empty());
+        assert_eq!(p.messages, 2);
+    }
+
+    #[test]
+    fn a_late_receiver_delays_a_rendezvous_sender() {
+        // 2001 bytes > S: rank 0's request to send arrives at o + L = 1100; rank 1 posts at
+        // 5000 (after computing), its clear to send reaches rank 0 at 5000 + 1100 = 6100; the
+        // data leaves then: rank 0's send completes at 6100 + o = 6200, the data arrives at
+        // 6100 + o + 2000·G + L = 9200 and the receive completes at 9300.
+        let mut a = RankProgram::new(0);
+        let c = a.begin("MPI_Send");
+        a.send(1, CH, 2001);
+        a.end(c);
+        let mut b = RankProgram::new(1);
+        b.compute(5000);
+        b.recv(0, CH);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 6200);
+        assert_eq!(p.ranks[1].end_ns, 9300);
+        assert_eq!(
+            p.ranks[0].calls,
+            vec![CallSpan {
+                name: "MPI_Send".into(),
+                start_ns: 0,
+                end_ns: 6200
+            }]
+        );
+        assert_eq!(p.ranks[0].calls_ns, 6200);
+    }
+
+    #[test]
+    fn an_eager_sender_does_not_wait_for_a_late_receiver() {
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 10);
+        let mut b = RankProgram::new(1);
+        b.compute(5000);
+        b.recv(0, CH);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 100);
+        // Arrived at 1109, posted at 5000: complete at 5100.
+        assert_eq!(p.ranks[1].end_ns, 5100);
+    }
+
+    #[test]
+    fn back_to_back_sends_queue_for_the_interface() {
+        // g + (s-1)G = 50 + 100 = 150 per message: the second leaves at 150, not at 100.
+        let mut a = RankProgram::new(0);
+        let r1 = a.isend(1, CH, 101);
+        let r2 = a.isend(1, CH, 101);
+        a.wait(&[r1, r2]);
+        let mut b = RankProgram::new(1);
+        b.recv(0, CH);
+        b.recv(0, CH);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        // Second message: leaves at 150, arrives 150 + 1200 = 1350, received at 1450.
+        assert_eq!(p.ranks[1].end_ns, 1450);
+        assert_eq!(p.ranks[0].end_ns, 250);
+    }
+
+    #[test]
+    fn ranks_on_two_nodes_share_their_interface() {
+        let mut network = net();
+        network.ranks_per_node = 2;
+        // Ranks 0 and 1 (node 0) both send to ranks 2 and 3 (node 1) at 0: the second message
+        // to cross waits for the node's interface (150 ns) on both sides.
+        let mut progs = vec![];
+        for r in 0..2 {
+            let mut p = RankProgram::new(r);
+            p.send(r + 2, CH, 101);
+            progs.push(p);
+        }
+        for r in 2..4 {
+            let mut p = RankProgram::new(r);
+            p.recv(r - 2, CH);
+            progs.push(p);
+        }
+        let p = simulate(progs, &network).unwrap();
+        let mut ends: Vec<u64> = p.ranks[2..].iter().map(|r| r.end_ns).collect();
+        ends.sort();
+        assert_eq!(ends, vec![1300, 1450]);
+    }
+
+    #[test]
+    fn messages_of_one_channel_do_not_overtake() {
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 5000); // rendezvous
+        a.send(1, CH, 10); // eager, would arrive first
+        let mut b = RankProgram::new(1);
+        let r1 = b.irecv(0, CH);
+        b.wait(&[r1]);
+        let r2 = b.irecv(0, CH);
+        b.wait(&[r2]);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert!(p.unfinished.is_empty());
+    }
+
+    #[test]
+    fn a_missing_sender_is_reported_not_hung() {
+        let mut a = RankProgram::new(0);
+        a.recv(1, CH);
+        let b = RankProgram::new(1);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!(p.unfinished.len(), 1);
+        assert_eq!(p.unfinished[0].rank, 0);
+        assert_eq!(p.unfinished[0].waiting_for, "a message from rank 1");
+    }
+
+    #[test]
+    fn bad_programs_are_refused_before_the_replay() {
+        let mut a = RankProgram::new(0);
+        a.send(7, CH, 1);
+        assert_eq!(
+            simulate(vec![a], &net()),
+            Err(SimError::UnknownPeer { rank: 0, peer: 7 })
+        );
+        let mut a = RankProgram::new(0);
+        a.ops.push(Op::Wait(vec![3]));
+        assert_eq!(
+            simulate(vec![a], &net()),
+            Err(SimError::UnknownRequest { rank: 0, req: 3 })
+        );
+        assert_eq!(
+            simulate(vec![RankProgram::new(1), RankProgram::new(1)], &net()),
+            Err(SimError::DuplicateRank(1))
+        );
+    }
+}
