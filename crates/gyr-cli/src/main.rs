@@ -22,6 +22,7 @@ mod rules_cmd;
 mod run_cmd;
 mod script_cmd;
 mod show;
+mod sim_cmd;
 mod spec_cmd;
 mod steer_cmd;
 mod trace_cmd;
@@ -223,6 +224,11 @@ enum Command {
     /// speed=0.6,1.0 --grid back_pressure=1.2:1.8:4 --result mass_flow,recovery --from
     /// result.dat --out compressor.map -- PROGRAM --speed {speed} ...`.
     Ensemble(ensemble_cmd::EnsembleArgs),
+    /// Trace-driven performance prediction (SESAME's MPI-SIM): replay a traced MPI run on a
+    /// LogGOPS network model (`gyr sim predict`), or measure the model here (`gyr sim
+    /// calibrate`).
+    #[command(subcommand)]
+    Sim(sim_cmd::SimCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -375,6 +381,7 @@ fn main() -> ExitCode {
             json,
         }) => steer_cmd::rules(program, hub, token, json),
         Command::Run(a) => run_cmd::run(a),
+        Command::Sim(c) => sim_cmd::run(c),
         Command::Watchdog(a) => watchdog_cmd::run(a),
         Command::Ensemble(a) => ensemble_cmd::run(a),
     };

@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 //!
 //! - [`model`]: the LogGOPS parameters and the network of nodes;
+//! - [`calibrate`]: the parameters fitted to ping-pong and streaming measurements;
 //! - [`program`]: what one rank does, as the replay sees it;
 //! - [`collective`]: collectives expanded into the messages of their algorithms;
 //! - [`engine`]: the discrete-event replay, one logical process per rank;
 //! - [`trace`]: traced MPI runs (`gyr run --mpi`) turned into rank programs;
 //! - [`output`]: predicted timelines written as gyr traces.
 
+pub mod calibrate;
 pub mod collective;
 pub mod engine;
 pub mod model;

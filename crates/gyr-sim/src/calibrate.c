@@ -1,0 +1,92 @@
+/* gyr sim calibrate's measuring program: ping-pong and streaming between ranks 0 and 1, with
+ * warm-up, timed with MPI_Wtime (not traced, so that no monitoring cost enters the model).
+ * gyr compiles it with mpicc and runs it with mpirun; rank 0 prints one line per measurement:
+ *   pingpong BYTES HALF_ROUND_TRIP_NS SEND_CALL_NS
+ *   stream BYTES NS_PER_MESSAGE
+ * (medians over the repetitions). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof(double), cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        if (rank == 0) fprintf(stderr, "calibrate: needs 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    long max_bytes = argc > 1 ? atol(argv[1]) : 4L << 20;
+    int reps = argc > 2 ? atoi(argv[2]) : 30;
+    char *buf = calloc(max_bytes > 0 ? max_bytes : 1, 1);
+    double *rtt = malloc(sizeof(double) * reps), *snd = malloc(sizeof(double) * reps);
+    if (!buf || !rtt || !snd) MPI_Abort(MPI_COMM_WORLD, 3);
+    enum { STREAM = 64 };
+    MPI_Request reqs[STREAM];
+    for (long bytes = 1; bytes <= max_bytes; bytes *= 2) {
+        int n = bytes >= (1L << 20) ? (reps < 10 ? reps : 10) : reps;
+        /* Ping-pong: warm-up, then n timed round trips. */
+        for (int i = -5; i < n; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) {
+                double t0 = MPI_Wtime();
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+                double t1 = MPI_Wtime();
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t2 = MPI_Wtime();
+                if (i >= 0) {
+                    rtt[i] = (t2 - t0) / 2 * 1e9;
+                    snd[i] = (t1 - t0) * 1e9;
+                }
+            } else if (rank == 1) {
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+            }
+        }
+        if (rank == 0) printf("pingpong %ld %.1f %.1f\n", bytes, median(rtt, n), median(snd, n));
+        /* Streaming: STREAM messages back to back, then one acknowledgement. */
+        if (bytes <= 65536) {
+            for (int i = -2; i < n; i++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (rank == 0) {
+                    double t0 = MPI_Wtime();
+                    for (int k = 0; k < STREAM; k++)
+                        MPI_Isend(buf, (int)bytes, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &reqs[k]);
+                    MPI_Waitall(STREAM, reqs, MPI_STATUSES_IGNORE);
+                    MPI_Recv(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    double t1 = MPI_Wtime();
+                    if (i >= 0) rtt[i] = (t1 - t0) * 1e9 / STREAM;
+                } else if (rank == 1) {
+                    char *in = malloc((size_t)bytes * STREAM);
+                    if (!in) MPI_Abort(MPI_COMM_WORLD, 3);
+                    for (int k = 0; k < STREAM; k++)
+                        MPI_Irecv(in + (size_t)k * bytes, (int)bytes, MPI_BYTE, 0, 2, MPI_COMM_WORLD,
+                                  &reqs[k]);
+                    MPI_Waitall(STREAM, reqs, MPI_STATUSES_IGNORE);
+                    MPI_Send(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+                    free(in);
+                }
+            }
+            if (rank == 0) printf("stream %ld %.1f\n", bytes, median(rtt, n));
+        }
+        fflush(stdout);
+    }
+    free(buf);
+    free(rtt);
+    free(snd);
+    MPI_Finalize();
+    return 0;
+}
