@@ -913,16 +913,61 @@ impl<R: Read + Seek> TraceReader<R> {
     /// [`TraceReader::for_each_item`], stopping early when `f` says so.
     pub fn try_for_each_item(&mut self, mut f: impl FnMut(Item<'_>) -> ControlFlow<()>) {
         loop {
+            match self.walk_next_chunk(&mut f) {
+                Some(ControlFlow::Continue(())) => {}
+                Some(ControlFlow::Break(())) => return,
+                None => break,
+            }
+        }
+        self.report_unknown();
+    }
+
+    /// Calls `f` with the items of the next valid chunk only, so that a reader can pull a
+    /// trace a chunk at a time (a merge of many files holds one chunk of each); returns
+    /// `false`, having called `f` with nothing, once the trace is read to its end. Items
+    /// come as [`TraceReader::for_each_item`] gives them, and the summary is the same when
+    /// the walk is done.
+    pub fn for_each_item_of_next_chunk(&mut self, mut f: impl FnMut(Item<'_>)) -> bool {
+        let more = self
+            .walk_next_chunk(&mut |item| {
+                f(item);
+                ControlFlow::Continue(())
+            })
+            .is_some();
+        if !more {
+            self.report_unknown();
+        }
+        more
+    }
+
+    /// Records of types the trace never described, as damage (once, at the end).
+    fn report_unknown(&mut self) {
+        let mut unknown: Vec<_> = self.unknown.drain().collect();
+        unknown.sort();
+        for (type_id, records) in unknown {
+            self.summary
+                .damage
+                .push(Damage::UnknownType { type_id, records });
+        }
+    }
+
+    /// Walks the next valid chunk; `None` when there is none left.
+    fn walk_next_chunk(
+        &mut self,
+        f: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
+    ) -> Option<ControlFlow<()>> {
+        {
             let chunk = match self.next_chunk() {
                 Ok(ChunkRead::Chunk(c)) => c,
-                Ok(ChunkRead::End) => break,
+                Ok(ChunkRead::End) => return None,
                 Err(e) => {
                     self.summary.damage.push(Damage::BadBlock {
                         chunk: 0,
                         offset: self.offset,
                         what: format!("read error: {e}"),
                     });
-                    break;
+                    self.done = true;
+                    return None;
                 }
             };
             for block in parse_blocks(&chunk.payload) {
@@ -946,7 +991,7 @@ impl<R: Read + Seek> TraceReader<R> {
                                 let id = s.id;
                                 self.schemas.insert(id, s);
                                 if f(Item::Schema(&self.schemas[&id])).is_break() {
-                                    return;
+                                    return Some(ControlFlow::Break(()));
                                 }
                             }
                         }
@@ -961,7 +1006,7 @@ impl<R: Read + Seek> TraceReader<R> {
                                 let id = t.id;
                                 self.threads.insert(id, t);
                                 if f(Item::Thread(&self.threads[&id])).is_break() {
-                                    return;
+                                    return Some(ControlFlow::Break(()));
                                 }
                             }
                         }
@@ -1014,7 +1059,7 @@ impl<R: Read + Seek> TraceReader<R> {
                                 *self.unknown.entry(record.header.type_id).or_default() += 1;
                             }
                             if f(Item::Record { schema, record }).is_break() {
-                                return;
+                                return Some(ControlFlow::Break(()));
                             }
                         }
                     }
@@ -1022,7 +1067,7 @@ impl<R: Read + Seek> TraceReader<R> {
                         Ok(end) => {
                             self.summary.clean_end = true;
                             if f(Item::End(&end)).is_break() {
-                                return;
+                                return Some(ControlFlow::Break(()));
                             }
                         }
                         Err(_) => self
@@ -1038,13 +1083,7 @@ impl<R: Read + Seek> TraceReader<R> {
                 }
             }
         }
-        let mut unknown: Vec<_> = self.unknown.drain().collect();
-        unknown.sort();
-        for (type_id, records) in unknown {
-            self.summary
-                .damage
-                .push(Damage::UnknownType { type_id, records });
-        }
+        Some(ControlFlow::Continue(()))
     }
 }
 
