@@ -797,7 +797,6 @@ impl ClockReport {
 struct Identity {
     rank: Option<u32>,
     job: Option<String>,
-    has_messages: bool,
 }
 
 /// Reads `reader` up to its rank event or its first message event.
@@ -805,7 +804,6 @@ fn identify<R: Read + Seek>(reader: &mut TraceReader<R>) -> Identity {
     let mut id = Identity {
         rank: None,
         job: None,
-        has_messages: false,
     };
     reader.try_for_each_item(|item| {
         if let Item::Record {
@@ -825,10 +823,8 @@ fn identify<R: Read + Seek>(reader: &mut TraceReader<R>) -> Identity {
                         return ControlFlow::Break(());
                     }
                 }
-                SEND_EVENT | RECV_EVENT => {
-                    id.has_messages = true;
-                    return ControlFlow::Break(());
-                }
+                // A file that says its rank says it before its first message.
+                SEND_EVENT | RECV_EVENT => return ControlFlow::Break(()),
                 _ => {}
             }
         }
@@ -916,9 +912,6 @@ pub fn estimate_with<R: Read + Seek>(
         })?,
         None => by_rank.get(&0).copied().unwrap_or(0),
     };
-    if !ids.iter().any(|i| i.has_messages) {
-        return Err(ClockError::NoMessages);
-    }
     // Placement relative to the reference's start.
     let base = starts[reference];
     let placed = ClockCorrection::new(
@@ -999,6 +992,9 @@ pub fn estimate_with<R: Read + Seek>(
             below.add(m.send, m.recv.saturating_sub(m.send));
         }
     })?;
+    if events == 0 {
+        return Err(ClockError::NoMessages);
+    }
     if matcher.matched == 0 {
         return Err(ClockError::NothingMatched(events));
     }
