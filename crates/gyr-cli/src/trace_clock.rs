@@ -139,6 +139,7 @@ pub(crate) fn report_json(r: &ClockReport) -> serde_json::Value {
             "sent_to": p.from.map(|f| f.sent),
             "method": p.from.map(|f| f.line.method.name()),
             "margin_ns": p.from.map(|f| f.line.margin_ns),
+            "pair_drift_range_ppm": p.from.and_then(|f| f.line.drift_range).map(|(a, b)| [a * 1e6, b * 1e6]),
         })).collect::<Vec<_>>(),
         "before": violations_json(&r.before),
         "after": violations_json(&r.after),
@@ -186,7 +187,16 @@ pub(crate) fn print_report(out: &mut dyn Write, r: &ClockReport) -> std::io::Res
             Some(f) => (
                 format!("rank {}", r.processes[f.peer].rank),
                 format!("{}/{}", f.received, f.sent),
-                f.line.method.name().to_owned(),
+                match f.line.drift_range {
+                    Some((a, b)) => format!(
+                        "{} (pair drift {:+.3}, feasible {:+.3}..{:+.3} ppm)",
+                        f.line.method.name(),
+                        f.line.drift * 1e6,
+                        a * 1e6,
+                        b * 1e6
+                    ),
+                    None => f.line.method.name().to_owned(),
+                },
             ),
             None if std::ptr::eq(p, reference) => {
                 ("reference".into(), String::new(), String::new())

@@ -382,6 +382,9 @@ pub struct PairLine {
     pub method: Method,
     /// The vertical gap between the hulls at the line's slope, in ns (negative: violated).
     pub margin_ns: f64,
+    /// The slopes (drifts) that leave no message violated, least and greatest: how well the
+    /// messages determine the drift (`None` unless the method is [`Method::ConvexHull`]).
+    pub drift_range: Option<(f64, f64)>,
 }
 
 /// The line to stay above the points of `above` (upper hull) and below those of `below`
@@ -417,6 +420,7 @@ pub fn estimate_line(
         drift: beta,
         method: Method::ConvexHull,
         margin_ns: 0.0,
+        drift_range: None,
     };
     if below.is_empty() {
         return Some(PairLine {
@@ -462,8 +466,26 @@ pub fn estimate_line(
     let on_bound = beta.abs() > 0.99 * max_drift;
     if best >= 2.0 * lat && !on_bound {
         let alpha = (lo(beta) + hi(beta)) / 2.0;
+        // The margin is concave: the feasible slopes are an interval around beta, whose ends
+        // bisection finds.
+        let feasible = |b: f64| margin(b) >= 2.0 * lat;
+        let end = |mut inside: f64, mut outside: f64| {
+            if feasible(outside) {
+                return outside;
+            }
+            for _ in 0..80 {
+                let mid = (inside + outside) / 2.0;
+                if feasible(mid) {
+                    inside = mid;
+                } else {
+                    outside = mid;
+                }
+            }
+            inside
+        };
         Some(PairLine {
             margin_ns: best,
+            drift_range: Some((end(beta, -max_drift), end(beta, max_drift))),
             ..at_x0(alpha, beta)
         })
     } else {
@@ -1148,6 +1170,8 @@ mod tests {
             assert!((y - truth(x)).abs() <= 11.0, "at {x}: {y} vs {}", truth(x));
         }
         assert!((line.drift - 2e-5).abs() < 1e-7, "{}", line.drift);
+        let (a, b) = line.drift_range.unwrap();
+        assert!(a <= 2e-5 && 2e-5 <= b && b - a < 1e-6, "{a}..{b}");
     }
 
     #[test]
