@@ -142,7 +142,7 @@ impl<R: Read + Seek> FileStream<R> {
             let more = self.reader.for_each_item_of_next_chunk(|item| match item {
                 Item::Schema(s) => {
                     if let (Some(keep), Some(names)) = (keep.as_mut(), names) {
-                        if names.iter().any(|n| *n == s.name) {
+                        if names.contains(&s.name) {
                             keep.insert(s.id);
                         } else {
                             keep.remove(&s.id);
