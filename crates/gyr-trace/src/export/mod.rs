@@ -20,7 +20,9 @@
 //! process's timestamp 0, which its header anchors to wall-clock time (`start_unix_ns`); the
 //! exports place every file on that clock and count from the earliest input's timestamp 0, so
 //! that processes line up and times stay small enough for Chrome's doubles (a file without an
-//! anchor starts at 0).
+//! anchor starts at 0). Wall clocks of different nodes disagree; [`export_inputs_on_clock`]
+//! puts every file on the clock a [`ClockCorrection`] gives instead (the reference process's,
+//! estimated from messages by [`crate::clock`]).
 //!
 //! # What becomes what
 //!
