@@ -39,8 +39,8 @@
 //! golden sections within ±[`DEFAULT_MAX_DRIFT`]) and α in the middle of the gap there, so
 //! that the fastest messages of both directions are left the same delay. When the region is
 //! empty (no line separates the hulls: the clocks jumped, or did not run at constant rates),
-//! or the slope is not determined (the optimum lies on the bound), the estimate is an offset
-//! alone, in the middle of the gap at β = 0. With messages one way only, it is the offset that
+//! or the slope is not determined (the optimum lies on the bound) and an offset alone
+//! violates nothing, the estimate is an offset alone, in the middle of the gap at β = 0. With messages one way only, it is the offset that
 //! leaves the fastest message the minimum latency.
 //!
 //! # From pairs to processes
@@ -486,6 +486,14 @@ pub fn estimate_line(
         Some(PairLine {
             margin_ns: best,
             drift_range: Some((end(beta, -max_drift), end(beta, max_drift))),
+            ..at_x0(alpha, beta)
+        })
+    } else if margin(0.0) < 2.0 * lat && best >= 2.0 * lat {
+        // Feasible only with a slope the messages do not pin down (it lies on the bound):
+        // the max-margin line still violates nothing.
+        let alpha = (lo(beta) + hi(beta)) / 2.0;
+        Some(PairLine {
+            margin_ns: best,
             ..at_x0(alpha, beta)
         })
     } else {
@@ -1183,6 +1191,23 @@ mod tests {
         let one_way = estimate_line(&[(0, -100), (5, -50)], &[], 20, DEFAULT_MAX_DRIFT).unwrap();
         assert_eq!(one_way.method, Method::OneWay);
         assert!((one_way.offset_ns - -30.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_message_each_way_far_apart_under_drift_keeps_its_order() {
+        // 200 ppm over 10 s: 2 ms, more than both delays.
+        let y = |x: i64| 2e-4 * x as f64;
+        let a = (10_000_000_000, (y(10_000_000_000) - 10.0) as i64);
+        let b = (0, (y(0) + 10.0) as i64);
+        let line = estimate_line(&[a], &[b], 0, DEFAULT_MAX_DRIFT).unwrap();
+        assert!(
+            line.offset_ns + line.drift * a.0 as f64 >= a.1 as f64 - 1e-3,
+            "{line:?}"
+        );
+        assert!(
+            line.offset_ns + line.drift * b.0 as f64 <= b.1 as f64 + 1e-3,
+            "{line:?}"
+        );
     }
 
     #[test]

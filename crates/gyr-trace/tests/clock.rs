@@ -474,3 +474,52 @@ fn estimates_are_deterministic() {
     assert_eq!(a.processes, b.processes);
     assert_eq!(a.after, b.after);
 }
+
+mod hull_estimator {
+    use gyr_trace::clock::{DEFAULT_MAX_DRIFT, Hull, Method, estimate_line};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// Whatever the true line and the delays, the line found for messages both ways
+        /// leaves every message its direction's order (the true line is feasible, so the
+        /// region is not empty), keeping only hull points does not change the answer, and a
+        /// hull never holds more than its buffer beyond its points.
+        #[test]
+        fn the_line_violates_no_message(
+            offset in -100_000_000i64..100_000_000,
+            drift_ppm in -200.0f64..200.0,
+            there in proptest::collection::vec((0i64..10_000_000_000, 1i64..1_000_000), 1..40),
+            back in proptest::collection::vec((0i64..10_000_000_000, 1i64..1_000_000), 1..40),
+        ) {
+            let y = |x: i64| offset as f64 + drift_ppm * 1e-6 * x as f64;
+            let mut above = Hull::upper();
+            let mut all_above = Vec::new();
+            for &(x, d) in &there {
+                let p = (x, (y(x) - d as f64).floor() as i64);
+                above.add(p.0, p.1);
+                all_above.push(p);
+            }
+            let mut below = Hull::lower();
+            let mut all_below = Vec::new();
+            for &(x, d) in &back {
+                let p = (x, (y(x) + d as f64).ceil() as i64);
+                below.add(p.0, p.1);
+                all_below.push(p);
+            }
+            let line = estimate_line(above.points(), below.points(), 0, DEFAULT_MAX_DRIFT).unwrap();
+            let full = estimate_line(&all_above, &all_below, 0, DEFAULT_MAX_DRIFT).unwrap();
+            prop_assert!((line.offset_ns - full.offset_ns).abs() < 1e-3 * (1.0 + line.offset_ns.abs()) + 1.0);
+            prop_assert_ne!(line.method, Method::OneWay);
+            let at = |x: i64| line.offset_ns + line.drift * x as f64;
+            // A tolerance of 2 ns for floating point over 10 s.
+            for &(x, v) in &all_above {
+                prop_assert!(at(x) >= v as f64 - 2.0, "{line:?} under ({x}, {v})");
+            }
+            for &(x, v) in &all_below {
+                prop_assert!(at(x) <= v as f64 + 2.0, "{line:?} over ({x}, {v})");
+            }
+        }
+    }
+}
