@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 //!
-//! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump),
+//! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump), `trace_clock` (clock, and `--sync`),
 //! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
 //! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
 //! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`, `ensemble_cmd`); `client` and
@@ -25,6 +25,7 @@ mod show;
 mod sim_cmd;
 mod spec_cmd;
 mod steer_cmd;
+mod trace_clock;
 mod trace_cmd;
 mod trace_convert;
 mod watchdog_cmd;
@@ -266,6 +267,10 @@ enum TraceCommand {
     /// What a file holds: header, schemas, threads, time range, losses, and whether it ended
     /// cleanly or was cut off.
     Info(trace_convert::InfoArgs),
+    /// Each process's clock offset and drift from the messages between them (`gyr.msg.send`
+    /// and `gyr.msg.recv`), and the receives that come before their sends, before and after:
+    /// `gyr trace clock rank*.gyr`.
+    Clock(trace_clock::ClockArgs),
     /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF:
     /// `gyr trace export --format perfetto run.gyr -o run.pftrace`.
     Export(trace_convert::ExportArgs),
@@ -317,6 +322,7 @@ fn main() -> ExitCode {
         Command::Hub(a) => hub_cmd::run(a),
         Command::Trace(TraceCommand::Stats(a)) => trace_cmd::stats(a),
         Command::Trace(TraceCommand::Dump(a)) => trace_cmd::dump(a),
+        Command::Trace(TraceCommand::Clock(a)) => trace_clock::clock(a),
         Command::Trace(TraceCommand::Info(a)) => trace_convert::info(a),
         Command::Trace(TraceCommand::Export(a)) => trace_convert::export(a),
         Command::Trace(TraceCommand::Import(a)) => trace_convert::import(a),
@@ -434,6 +440,36 @@ mod tests {
         assert_eq!(d.from, Some(trace_cmd::Time(1_500_000_000)));
         assert!(d.json);
         assert!(Args::try_parse_from(["gyr", "trace", "dump", "f", "--from", "soon"]).is_err());
+    }
+
+    #[test]
+    fn parses_clock_and_sync() {
+        let a = Args::try_parse_from([
+            "gyr",
+            "trace",
+            "clock",
+            "r0.gyr",
+            "r1.gyr",
+            "--reference",
+            "1",
+            "--min-latency",
+            "2us",
+            "--json",
+        ])
+        .unwrap();
+        assert!(matches!(a.command, Command::Trace(TraceCommand::Clock(_))));
+        assert!(Args::try_parse_from(["gyr", "trace", "clock"]).is_err());
+        let a = Args::try_parse_from(["gyr", "trace", "dump", "a.gyr", "b.gyr", "--sync"]).unwrap();
+        let Command::Trace(TraceCommand::Dump(d)) = a.command else {
+            panic!("dump")
+        };
+        assert!(d.sync);
+        assert_eq!(d.files.len(), 2);
+        let a = Args::try_parse_from([
+            "gyr", "trace", "export", "-f", "chrome", "a", "b", "-o", "c", "--sync",
+        ])
+        .unwrap();
+        assert!(matches!(a.command, Command::Trace(TraceCommand::Export(_))));
     }
 
     #[test]

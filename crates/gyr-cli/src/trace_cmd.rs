@@ -66,8 +66,10 @@ pub(crate) struct StatsArgs {
 /// Arguments of `gyr trace dump`.
 #[derive(Debug, Args)]
 pub(crate) struct DumpArgs {
-    /// The trace file.
-    file: PathBuf,
+    /// The trace file; several files (one process each) are merged into one stream in time
+    /// order, placed by their wall-clock starts, or on one clock with --sync.
+    #[arg(required = true)]
+    pub(crate) files: Vec<PathBuf>,
     /// Only records of this event type (repeat for several).
     #[arg(long = "type", value_name = "TYPE")]
     pub(crate) types: Vec<String>,
@@ -93,6 +95,12 @@ pub(crate) struct DumpArgs {
     /// Remove from each thread's timeline the time monitoring took; implies --ordered.
     #[arg(long)]
     pub(crate) correct: bool,
+    /// Merge the files on the reference process's clock, estimated from the messages between
+    /// them (see `gyr trace clock`): no receive before its send.
+    #[arg(long)]
+    pub(crate) sync: bool,
+    #[command(flatten)]
+    pub(crate) sync_args: crate::trace_clock::SyncArgs,
 }
 
 fn open(path: &Path) -> Result<TraceReader<std::io::BufReader<std::fs::File>>, Failure> {
@@ -406,6 +414,8 @@ struct Printer<'a, W: Write> {
     threads: HashMap<u64, String>,
     printed: u64,
     error: Option<std::io::Error>,
+    /// The rank (or file) of the record being printed, in a merge of several files.
+    rank: Option<u32>,
 }
 
 impl<W: Write> Printer<'_, W> {
@@ -442,10 +452,13 @@ impl<W: Write> Printer<'_, W> {
                 (Err(e), _) => serde_json::json!({ "error": e }),
                 _ => serde_json::Value::Null,
             };
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "t_ns": h.timestamp, "thread": thread, "seq": h.seq, "type": name,
                 "fields": fields, "perturbation_ns": h.perturbation,
             });
+            if let Some(rank) = self.rank {
+                line["rank"] = rank.into();
+            }
             writeln!(out, "{line}")
         } else {
             let body = match (&values, schema) {
@@ -462,8 +475,9 @@ impl<W: Write> Printer<'_, W> {
             let tn = self.threads.get(&thread).cloned().unwrap_or_default();
             writeln!(
                 out,
-                "{:>14.9}  t{:<3} {:<12} #{:<8} {} {{ {} }}",
+                "{:>14.9}  {}t{:<3} {:<12} #{:<8} {} {{ {} }}",
                 h.timestamp as f64 / 1e9,
+                self.rank.map(|r| format!("r{r:<3} ")).unwrap_or_default(),
                 thread,
                 printable(&tn),
                 h.seq,
@@ -479,7 +493,12 @@ impl<W: Write> Printer<'_, W> {
 }
 
 pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
-    let mut reader = open(&args.file)?;
+    crate::trace_clock::check_sync(args.sync, &args.sync_args)?;
+    if args.sync || args.files.len() > 1 {
+        return dump_merged(&args);
+    }
+    let file = &args.files[0];
+    let mut reader = open(file)?;
     let out = std::io::stdout();
     let mut printer = Printer {
         args: &args,
@@ -492,6 +511,7 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
         threads: HashMap::new(),
         printed: 0,
         error: None,
+        rank: None,
     };
     let mut seen_types: Vec<String> = Vec::new();
     let limit = args.limit.unwrap_or(u64::MAX);
@@ -574,9 +594,89 @@ pub(crate) fn dump(args: DumpArgs) -> Result<ExitCode, Failure> {
         return Err(Failure::input(anyhow::anyhow!(
             "no event type named {} in {}; its types are: {}",
             args.types.join(", "),
-            args.file.display(),
+            file.display(),
             seen_types.join(", ")
         )));
     }
-    Ok(report_damage(&args.file, reader.summary()))
+    Ok(report_damage(file, reader.summary()))
+}
+
+/// `gyr trace dump` of several files, or `--sync`: the k-way merge of `gyr_trace::merge`,
+/// every record once, in time order on one clock (counted from the earliest file's timestamp
+/// 0 on it), each with its rank.
+fn dump_merged(args: &DumpArgs) -> Result<ExitCode, Failure> {
+    if args.ordered || args.correct {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--ordered and --correct follow the causes inside one process: dump one file with \
+             them, or merge several files without them"
+        )));
+    }
+    let readers = args
+        .files
+        .iter()
+        .map(|p| open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (clock, ranks) = if args.sync {
+        let report = args.sync_args.estimate(&args.files)?;
+        crate::trace_clock::note(&report);
+        let ranks = report.processes.iter().map(|p| p.rank).collect();
+        (report.correction(), ranks)
+    } else {
+        let starts: Vec<u64> = readers.iter().map(|r| r.header().start_unix_ns).collect();
+        (
+            gyr_trace::ClockCorrection::placement(&starts),
+            (0..readers.len() as u32).collect::<Vec<_>>(),
+        )
+    };
+    let shift = clock.base_shift();
+    let mut merge = gyr_trace::Merge::new(readers, clock);
+    if !args.types.is_empty() {
+        let names: Vec<&str> = args.types.iter().map(String::as_str).collect();
+        merge = merge.only_types(&names);
+    }
+    let out = std::io::stdout();
+    let mut printer = Printer {
+        args,
+        out: BufWriter::new(out.lock()),
+        wanted_ids: None,
+        threads: HashMap::new(),
+        printed: 0,
+        error: None,
+        rank: None,
+    };
+    let limit = args.limit.unwrap_or(u64::MAX);
+    while printer.printed < limit && printer.error.is_none() {
+        let Some(rec) = merge.next() else {
+            break;
+        };
+        let mut header = rec.header;
+        header.timestamp = rec.time.saturating_add(shift).max(0) as u64;
+        printer.rank = Some(ranks[rec.file]);
+        let name = merge
+            .threads(rec.file)
+            .get(&rec.thread)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        printer.threads.insert(rec.thread, name);
+        printer.record(rec.thread, &header, merge.schema_of(&rec), &rec.payload);
+    }
+    let Printer { mut out, error, .. } = printer;
+    if let Some(e) = error {
+        return Err(anyhow::Error::from(e).context("writing to stdout").into());
+    }
+    out.flush().context("writing to stdout")?;
+    let mut code = ExitCode::SUCCESS;
+    for (i, path) in args.files.iter().enumerate() {
+        let late = merge.stats(i).late;
+        if late > 0 {
+            eprintln!(
+                "gyr: note: {}: {late} records came out of order (its threads were written far apart)",
+                path.display()
+            );
+        }
+        if report_damage(path, merge.summary(i)) != ExitCode::SUCCESS {
+            code = ExitCode::from(2);
+        }
+    }
+    Ok(code)
 }

@@ -45,6 +45,12 @@ pub(crate) struct ExportArgs {
     /// sensor calls), following the causes between threads; implies --ordered.
     #[arg(long)]
     correct: bool,
+    /// Put every process on the reference process's clock, estimated from the messages
+    /// between them (see `gyr trace clock`), instead of placing them by wall-clock start.
+    #[arg(long)]
+    sync: bool,
+    #[command(flatten)]
+    sync_args: crate::trace_clock::SyncArgs,
 }
 
 /// Arguments of `gyr trace import`.
@@ -301,7 +307,16 @@ fn need_text(n: &Need) -> String {
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
-    // Open the inputs before creating the output, so that a wrong path leaves no file behind.
+    crate::trace_clock::check_sync(args.sync, &args.sync_args)?;
+    // Estimate the clocks and open the inputs before creating the output, so that a wrong
+    // path or a run without messages leaves no file behind.
+    let clock = if args.sync {
+        let report = args.sync_args.estimate(&args.files)?;
+        crate::trace_clock::note(&report);
+        Some(report.correction())
+    } else {
+        None
+    };
     let inputs = args
         .files
         .iter()
@@ -321,7 +336,14 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         max_held: args.max_held,
         correct: args.correct,
     };
-    let result = export::export_inputs(inputs, args.format, file, options, &mut |p| line.show(p));
+    let result = export::export_inputs_on_clock(
+        inputs,
+        args.format,
+        file,
+        options,
+        clock.as_ref(),
+        &mut |p| line.show(p),
+    );
     line.done();
     let report = result.with_context(|| format!("writing {} failed", args.output.display()))?;
     let secs = started.elapsed().as_secs_f64();

@@ -913,131 +913,35 @@ impl<R: Read + Seek> TraceReader<R> {
     /// [`TraceReader::for_each_item`], stopping early when `f` says so.
     pub fn try_for_each_item(&mut self, mut f: impl FnMut(Item<'_>) -> ControlFlow<()>) {
         loop {
-            let chunk = match self.next_chunk() {
-                Ok(ChunkRead::Chunk(c)) => c,
-                Ok(ChunkRead::End) => break,
-                Err(e) => {
-                    self.summary.damage.push(Damage::BadBlock {
-                        chunk: 0,
-                        offset: self.offset,
-                        what: format!("read error: {e}"),
-                    });
-                    break;
-                }
-            };
-            for block in parse_blocks(&chunk.payload) {
-                let bad = |what: String| Damage::BadBlock {
-                    chunk: chunk.index,
-                    offset: chunk.offset,
-                    what,
-                };
-                let (kind, body) = match block {
-                    Ok(b) => b,
-                    Err(what) => {
-                        self.summary.damage.push(bad(what));
-                        break;
-                    }
-                };
-                match kind {
-                    KIND_SCHEMA => match postcard::from_bytes::<Schema>(body) {
-                        Ok(s) if s.validate().is_ok() => {
-                            // Chunks repeat the schemas: report each one once.
-                            if self.schemas.get(&s.id) != Some(&s) {
-                                let id = s.id;
-                                self.schemas.insert(id, s);
-                                if f(Item::Schema(&self.schemas[&id])).is_break() {
-                                    return;
-                                }
-                            }
-                        }
-                        _ => self
-                            .summary
-                            .damage
-                            .push(bad("a schema does not decode".into())),
-                    },
-                    KIND_THREAD => match postcard::from_bytes::<ThreadInfo>(body) {
-                        Ok(t) => {
-                            if self.threads.get(&t.id) != Some(&t) {
-                                let id = t.id;
-                                self.threads.insert(id, t);
-                                if f(Item::Thread(&self.threads[&id])).is_break() {
-                                    return;
-                                }
-                            }
-                        }
-                        Err(_) => self
-                            .summary
-                            .damage
-                            .push(bad("a thread block does not decode".into())),
-                    },
-                    KIND_RECORDS => {
-                        let Some(thread) = body.get(..8) else {
-                            self.summary
-                                .damage
-                                .push(bad("a records block is too short".into()));
-                            continue;
-                        };
-                        let thread = u64::from_le_bytes(thread.try_into().unwrap());
-                        let records = match self.version {
-                            1 => BlockRecords::Fixed(Records::new(thread, &body[8..])),
-                            2 => BlockRecords::Compact(CompactRecords::new(thread, &body[8..])),
-                            v => {
-                                self.summary.damage.push(bad(format!(
-                                    "its records are of format version {v}, which this gyr \
-                                     cannot read"
-                                )));
-                                continue;
-                            }
-                        };
-                        // A block's records are mostly of a few types: the last look-up is
-                        // kept (schemas do not change inside a block).
-                        let mut last: Option<(TypeId, Option<&Schema>)> = None;
-                        for rec in records {
-                            let record = match rec {
-                                Ok(record) => record,
-                                Err(what) => {
-                                    self.summary.damage.push(bad(what));
-                                    break;
-                                }
-                            };
-                            self.summary.records += 1;
-                            let type_id = record.header.type_id;
-                            let schema = match last {
-                                Some((t, s)) if t == type_id => s,
-                                _ => {
-                                    let s = self.schemas.get(&type_id);
-                                    last = Some((type_id, s));
-                                    s
-                                }
-                            };
-                            if schema.is_none() {
-                                *self.unknown.entry(record.header.type_id).or_default() += 1;
-                            }
-                            if f(Item::Record { schema, record }).is_break() {
-                                return;
-                            }
-                        }
-                    }
-                    KIND_END => match postcard::from_bytes::<TraceEnd>(body) {
-                        Ok(end) => {
-                            self.summary.clean_end = true;
-                            if f(Item::End(&end)).is_break() {
-                                return;
-                            }
-                        }
-                        Err(_) => self
-                            .summary
-                            .damage
-                            .push(bad("the end block does not decode".into())),
-                    },
-                    KIND_HEADER => {}
-                    other => self
-                        .summary
-                        .damage
-                        .push(bad(format!("unknown block kind {other}"))),
-                }
+            match self.walk_next_chunk(&mut f) {
+                Some(ControlFlow::Continue(())) => {}
+                Some(ControlFlow::Break(())) => return,
+                None => break,
             }
         }
+        self.report_unknown();
+    }
+
+    /// Calls `f` with the items of the next valid chunk only, so that a reader can pull a
+    /// trace a chunk at a time (a merge of many files holds one chunk of each); returns
+    /// `false`, having called `f` with nothing, once the trace is read to its end. Items
+    /// come as [`TraceReader::for_each_item`] gives them, and the summary is the same when
+    /// the walk is done.
+    pub fn for_each_item_of_next_chunk(&mut self, mut f: impl FnMut(Item<'_>)) -> bool {
+        let more = self
+            .walk_next_chunk(&mut |item| {
+                f(item);
+                ControlFlow::Continue(())
+            })
+            .is_some();
+        if !more {
+            self.report_unknown();
+        }
+        more
+    }
+
+    /// Records of types the trace never described, as damage (once, at the end).
+    fn report_unknown(&mut self) {
         let mut unknown: Vec<_> = self.unknown.drain().collect();
         unknown.sort();
         for (type_id, records) in unknown {
@@ -1045,6 +949,139 @@ impl<R: Read + Seek> TraceReader<R> {
                 .damage
                 .push(Damage::UnknownType { type_id, records });
         }
+    }
+
+    /// Walks the next valid chunk; `None` when there is none left.
+    fn walk_next_chunk(
+        &mut self,
+        f: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
+    ) -> Option<ControlFlow<()>> {
+        let chunk = match self.next_chunk() {
+            Ok(ChunkRead::Chunk(c)) => c,
+            Ok(ChunkRead::End) => return None,
+            Err(e) => {
+                self.summary.damage.push(Damage::BadBlock {
+                    chunk: 0,
+                    offset: self.offset,
+                    what: format!("read error: {e}"),
+                });
+                self.done = true;
+                return None;
+            }
+        };
+        for block in parse_blocks(&chunk.payload) {
+            let bad = |what: String| Damage::BadBlock {
+                chunk: chunk.index,
+                offset: chunk.offset,
+                what,
+            };
+            let (kind, body) = match block {
+                Ok(b) => b,
+                Err(what) => {
+                    self.summary.damage.push(bad(what));
+                    break;
+                }
+            };
+            match kind {
+                KIND_SCHEMA => match postcard::from_bytes::<Schema>(body) {
+                    Ok(s) if s.validate().is_ok() => {
+                        // Chunks repeat the schemas: report each one once.
+                        if self.schemas.get(&s.id) != Some(&s) {
+                            let id = s.id;
+                            self.schemas.insert(id, s);
+                            if f(Item::Schema(&self.schemas[&id])).is_break() {
+                                return Some(ControlFlow::Break(()));
+                            }
+                        }
+                    }
+                    _ => self
+                        .summary
+                        .damage
+                        .push(bad("a schema does not decode".into())),
+                },
+                KIND_THREAD => match postcard::from_bytes::<ThreadInfo>(body) {
+                    Ok(t) => {
+                        if self.threads.get(&t.id) != Some(&t) {
+                            let id = t.id;
+                            self.threads.insert(id, t);
+                            if f(Item::Thread(&self.threads[&id])).is_break() {
+                                return Some(ControlFlow::Break(()));
+                            }
+                        }
+                    }
+                    Err(_) => self
+                        .summary
+                        .damage
+                        .push(bad("a thread block does not decode".into())),
+                },
+                KIND_RECORDS => {
+                    let Some(thread) = body.get(..8) else {
+                        self.summary
+                            .damage
+                            .push(bad("a records block is too short".into()));
+                        continue;
+                    };
+                    let thread = u64::from_le_bytes(thread.try_into().unwrap());
+                    let records = match self.version {
+                        1 => BlockRecords::Fixed(Records::new(thread, &body[8..])),
+                        2 => BlockRecords::Compact(CompactRecords::new(thread, &body[8..])),
+                        v => {
+                            self.summary.damage.push(bad(format!(
+                                "its records are of format version {v}, which this gyr \
+                                     cannot read"
+                            )));
+                            continue;
+                        }
+                    };
+                    // A block's records are mostly of a few types: the last look-up is
+                    // kept (schemas do not change inside a block).
+                    let mut last: Option<(TypeId, Option<&Schema>)> = None;
+                    for rec in records {
+                        let record = match rec {
+                            Ok(record) => record,
+                            Err(what) => {
+                                self.summary.damage.push(bad(what));
+                                break;
+                            }
+                        };
+                        self.summary.records += 1;
+                        let type_id = record.header.type_id;
+                        let schema = match last {
+                            Some((t, s)) if t == type_id => s,
+                            _ => {
+                                let s = self.schemas.get(&type_id);
+                                last = Some((type_id, s));
+                                s
+                            }
+                        };
+                        if schema.is_none() {
+                            *self.unknown.entry(record.header.type_id).or_default() += 1;
+                        }
+                        if f(Item::Record { schema, record }).is_break() {
+                            return Some(ControlFlow::Break(()));
+                        }
+                    }
+                }
+                KIND_END => match postcard::from_bytes::<TraceEnd>(body) {
+                    Ok(end) => {
+                        self.summary.clean_end = true;
+                        if f(Item::End(&end)).is_break() {
+                            return Some(ControlFlow::Break(()));
+                        }
+                    }
+                    Err(_) => self
+                        .summary
+                        .damage
+                        .push(bad("the end block does not decode".into())),
+                },
+                KIND_HEADER => {}
+                other => self
+                    .summary
+                    .damage
+                    .push(bad(format!("unknown block kind {other}"))),
+            }
+        }
+        Some(ControlFlow::Continue(()))
     }
 }
 
@@ -1109,6 +1146,25 @@ mod tests {
     use crate::record::push_record;
     use crate::schema::{Field, FieldType};
     use std::io::Cursor;
+
+    #[test]
+    fn a_trace_read_a_chunk_at_a_time_gives_what_a_walk_gives() {
+        let (file, n) = sample_trace(5);
+        let mut whole = Vec::new();
+        let mut r = TraceReader::new(Cursor::new(file.clone())).unwrap();
+        r.for_each_item(|i| whole.push(format!("{i:?}")));
+        let mut pulled = Vec::new();
+        let mut r2 = TraceReader::new(Cursor::new(file)).unwrap();
+        let mut calls = 0;
+        while r2.for_each_item_of_next_chunk(|i| pulled.push(format!("{i:?}"))) {
+            calls += 1;
+        }
+        assert_eq!(pulled, whole);
+        assert!(calls >= 5, "{calls}");
+        assert_eq!(format!("{:?}", r2.summary()), format!("{:?}", r.summary()));
+        assert_eq!(r2.summary().records, n);
+        assert!(!r2.for_each_item_of_next_chunk(|_| panic!("nothing after the end")));
+    }
 
     fn sample_trace(chunks: usize) -> (Vec<u8>, u64) {
         let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();

@@ -2,18 +2,24 @@
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod causal_stream;
+pub mod clock;
 pub mod export;
 pub mod import;
 pub mod info;
+pub mod merge;
 pub mod order;
 pub mod perturbation;
 pub mod sync_events;
 pub mod timeline;
 
 pub use causal_stream::{CausalStream, Released};
+pub use clock::{
+    ClockCorrection, ClockError, ClockOptions, ClockReport, LinearClock, estimate_files,
+};
 pub use export::{Format, Options, Report, export, export_files};
 pub use import::{ImportError, ImportFormat, ImportReport};
 pub use info::TraceInfo;
+pub use merge::{Merge, MergedRecord};
 pub use order::{Event, Need, OrderFilter, OrderSizes, OrderStats, Stall, SyncEvent};
 pub use perturbation::{CorrectionStats, Corrector};
 pub use sync_events::{SyncDecoder, ViewEvent, WaitOn};

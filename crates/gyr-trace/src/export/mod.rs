@@ -20,7 +20,9 @@
 //! process's timestamp 0, which its header anchors to wall-clock time (`start_unix_ns`); the
 //! exports place every file on that clock and count from the earliest input's timestamp 0, so
 //! that processes line up and times stay small enough for Chrome's doubles (a file without an
-//! anchor starts at 0).
+//! anchor starts at 0). Wall clocks of different nodes disagree; [`export_inputs_on_clock`]
+//! puts every file on the clock a [`ClockCorrection`] gives instead (the reference process's,
+//! estimated from messages by [`crate::clock`]).
 //!
 //! # What becomes what
 //!
@@ -37,6 +39,7 @@ pub mod perfetto;
 pub mod sddf;
 pub(crate) mod timeline;
 
+use crate::clock::ClockCorrection;
 use crate::order::{Event, OrderFilter, OrderStats, Stall};
 use crate::perturbation::{CorrectionStats, Corrector};
 use crate::sync_events::SyncDecoder;
@@ -321,30 +324,48 @@ pub fn export_inputs<R: Read + Seek, W: Write>(
     options: Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> io::Result<Report> {
+    export_inputs_on_clock(inputs, format, out, options, None, progress)
+}
+
+/// [`export_inputs`] with every input's timestamps put on one clock by `clock` (one entry per
+/// input, in order: the estimate of [`crate::clock`]), counted from the earliest input's
+/// timestamp 0 on that clock, instead of placed by their wall-clock starts.
+pub fn export_inputs_on_clock<R: Read + Seek, W: Write>(
+    inputs: Vec<Input<R>>,
+    format: Format,
+    out: W,
+    options: Options,
+    clock: Option<&ClockCorrection>,
+    progress: &mut dyn FnMut(&Progress),
+) -> io::Result<Report> {
     let out = io::BufWriter::with_capacity(1 << 20, out);
     match format {
         Format::Perfetto => run(
             inputs,
             &mut timeline::Mapper::new(perfetto::PerfettoWriter::new(out)),
             options,
+            clock,
             progress,
         ),
         Format::Chrome => run(
             inputs,
             &mut timeline::Mapper::new(chrome::ChromeWriter::new(out)),
             options,
+            clock,
             progress,
         ),
         Format::SddfAscii => run(
             inputs,
             &mut sddf::SddfWriter::new(out, sddf::Encoding::Ascii),
             options,
+            clock,
             progress,
         ),
         Format::SddfBinary => run(
             inputs,
             &mut sddf::SddfWriter::new(out, sddf::Encoding::Binary),
             options,
+            clock,
             progress,
         ),
     }
@@ -395,8 +416,10 @@ fn run<R: Read + Seek, C: Consumer>(
     inputs: Vec<Input<R>>,
     consumer: &mut C,
     options: Options,
+    clock: Option<&ClockCorrection>,
     progress: &mut dyn FnMut(&Progress),
 ) -> io::Result<Report> {
+    let shift = clock.map_or(0, |c| c.base_shift());
     let started = Instant::now();
     let base = inputs
         .iter()
@@ -409,7 +432,17 @@ fn run<R: Read + Seek, C: Consumer>(
     let mut last_progress = Instant::now();
     for (index, mut input) in inputs.into_iter().enumerate() {
         let header = input.reader.header().clone();
-        let offset_ns = header.start_unix_ns.saturating_sub(base);
+        // On a clock given, the records carry their times on it and the file no offset.
+        let offset_ns = match clock {
+            Some(_) => 0,
+            None => header.start_unix_ns.saturating_sub(base),
+        };
+        let retime = |mut h: RecordHeader| {
+            if let Some(c) = clock {
+                h.timestamp = c.map(index, h.timestamp).saturating_add(shift).max(0) as u64;
+            }
+            h
+        };
         consumer.begin_file(&FileStart {
             index,
             header: &header,
@@ -461,14 +494,15 @@ fn run<R: Read + Seek, C: Consumer>(
                             });
                         }
                     }
+                    let header = retime(record.header);
                     match order.as_mut() {
-                        None => consumer.record(record.thread, &record.header, record.payload),
+                        None => consumer.record(record.thread, &header, record.payload),
                         Some((filter, decoder)) => {
                             let event = Event {
                                 thread: record.thread,
-                                kind: decoder.classify(record.header.type_id, record.payload),
+                                kind: decoder.classify(header.type_id, record.payload),
                                 data: Held {
-                                    header: record.header,
+                                    header,
                                     payload: record.payload.into(),
                                 },
                             };
