@@ -8,6 +8,10 @@
 //!   `gyr_sim::calibrate::PROGRAM` with `mpicc`, runs it on two ranks with `mpirun` over one
 //!   Open MPI transport (`--btl vader` for shared memory, `--btl tcp` for loopback TCP), and
 //!   fits LogGOPS to its ping-pong and streaming figures.
+//! - `gyr sim validate -- PROGRAM ARGS` is the validation harness: it traces the program on
+//!   shared memory (`gyr run --mpi`), predicts it on loopback TCP (a model given, or calibrated
+//!   first), runs it on TCP as well, and reports each rank's and the whole run's error, beside
+//!   the error of taking the shared-memory run itself as the prediction.
 //!
 //! A model file is TOML: `ranks_per_node`, and `[intra]` and `[inter]` tables with `L`, `o`,
 //! `g`, `G`, `O` (ns, ns per byte) and `S` (bytes), as `calibrate` writes it.
@@ -29,6 +33,42 @@ pub(crate) enum SimCommand {
     /// Measure the model's parameters here (ping-pong and streaming over one Open MPI
     /// transport, with warm-up): `gyr sim calibrate --btl tcp -o tcp.toml`.
     Calibrate(CalibrateArgs),
+    /// Check predictions against reality: trace a run on shared memory, predict it on loopback
+    /// TCP, run it there too, and report per-rank and whole-run error: `gyr sim validate
+    /// --np 4 -- ./halo`.
+    Validate(ValidateArgs),
+}
+
+/// Arguments of `gyr sim validate`.
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// Ranks.
+    #[arg(long, default_value_t = 4)]
+    np: u32,
+    /// The TCP model (as `gyr sim calibrate --btl tcp` writes it); measured first when not
+    /// given.
+    #[arg(long, value_name = "FILE")]
+    network: Option<PathBuf>,
+    /// Keep the traces and predictions here (a temporary directory otherwise).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The MPI launcher.
+    #[arg(long, default_value = "mpirun")]
+    mpirun: String,
+    /// The MPI C compiler wrapper (for the calibration).
+    #[arg(long, default_value = "mpicc")]
+    mpicc: String,
+    /// One JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The MPI program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    command: Vec<std::ffi::OsString>,
 }
 
 /// Arguments of `gyr sim predict`.
@@ -86,6 +126,7 @@ pub(crate) fn run(cmd: SimCommand) -> Result<ExitCode, Failure> {
     match cmd {
         SimCommand::Predict(a) => predict(a),
         SimCommand::Calibrate(a) => calibrate(a),
+        SimCommand::Validate(a) => validate(a),
     }
 }
 
@@ -301,17 +342,38 @@ pub(crate) fn mpirun_base(mpirun: &str) -> std::process::Command {
     cmd
 }
 
-fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
-    let btl = match args.btl.as_str() {
-        "vader" | "sm" | "shm" => "vader",
-        "tcp" => "tcp",
-        other => {
-            return Err(Failure::input(anyhow!(
-                "--btl {other}: give `vader` (shared memory) or `tcp` (loopback TCP)"
-            )));
-        }
-    };
-    if args.max_bytes < 64 || args.reps == 0 {
+/// What `gyr sim calibrate` measures, for `calibrate` and `validate`.
+struct Measure<'a> {
+    btl: &'a str,
+    max_bytes: u64,
+    reps: u32,
+    mpirun: &'a str,
+    mpicc: &'a str,
+}
+
+/// The transport's Open MPI name: `vader` (shared memory) or `tcp`.
+fn btl_name(btl: &str) -> Result<&'static str, Failure> {
+    match btl {
+        "vader" | "sm" | "shm" => Ok("vader"),
+        "tcp" => Ok("tcp"),
+        other => Err(Failure::input(anyhow!(
+            "--btl {other}: give `vader` (shared memory) or `tcp` (loopback TCP)"
+        ))),
+    }
+}
+
+/// `--mca` options that put a job on one transport (TCP over the loopback interface).
+fn btl_args(btl: &str) -> Vec<String> {
+    let mut v = vec!["--mca".into(), "btl".into(), format!("self,{btl}")];
+    if btl == "tcp" {
+        v.extend(["--mca".into(), "btl_tcp_if_include".into(), "lo".into()]);
+    }
+    v
+}
+
+/// Compiles and runs the measuring program, then fits the model (with what it measured).
+fn measure(m: &Measure<'_>) -> Result<(LogGops, gyr_sim::calibrate::Measurements, bool), Failure> {
+    if m.max_bytes < 64 || m.reps == 0 {
         return Err(Failure::input(anyhow!(
             "--max-bytes must be 64 or more and --reps at least 1"
         )));
@@ -320,8 +382,8 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
     let source = dir.path().join("calibrate.c");
     std::fs::write(&source, gyr_sim::calibrate::PROGRAM)?;
     let binary = dir.path().join("calibrate");
-    eprintln!("compiling the measuring program with {}", args.mpicc);
-    let status = std::process::Command::new(&args.mpicc)
+    eprintln!("compiling the measuring program with {}", m.mpicc);
+    let status = std::process::Command::new(m.mpicc)
         .args(["-O2", "-o"])
         .arg(&binary)
         .arg(&source)
@@ -329,53 +391,85 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| {
             Failure::input(anyhow!(
                 "cannot run {}: {e}; install Open MPI's compiler wrapper (Debian: libopenmpi-dev) or name yours with --mpicc",
-                args.mpicc
+                m.mpicc
             ))
         })?;
     if !status.success() {
-        return Err(Failure::from(anyhow!("{} failed ({status})", args.mpicc)));
+        return Err(Failure::from(anyhow!("{} failed ({status})", m.mpicc)));
     }
     eprintln!(
-        "measuring {btl} on 2 ranks: ping-pong and streaming up to {} bytes, {} repetitions each",
-        args.max_bytes, args.reps
+        "measuring {} on 2 ranks: ping-pong and streaming up to {} bytes, {} repetitions each",
+        m.btl, m.max_bytes, m.reps
     );
-    let output = mpirun_base(&args.mpirun)
-        .args(["-np", "2", "--mca", "btl"])
-        .arg(format!("self,{btl}"))
+    let output = mpirun_base(m.mpirun)
+        .args(["-np", "2"])
+        .args(btl_args(m.btl))
         .arg(&binary)
-        .arg(args.max_bytes.to_string())
-        .arg(args.reps.to_string())
+        .arg(m.max_bytes.to_string())
+        .arg(m.reps.to_string())
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| {
             Failure::input(anyhow!(
                 "cannot run {}: {e}; install Open MPI (Debian: openmpi-bin) or name the launcher with --mpirun",
-                args.mpirun
+                m.mpirun
             ))
         })?;
     if !output.status.success() {
         return Err(Failure::from(anyhow!(
             "the measuring program failed under {} ({})",
-            args.mpirun,
+            m.mpirun,
             output.status
         )));
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let measurements = gyr_sim::calibrate::parse(&text).map_err(|e| anyhow!("{e}"))?;
     let eager = std::process::Command::new("ompi_info")
-        .args(["--parsable", "--level", "9", "--param", "btl", btl])
+        .args(["--parsable", "--level", "9", "--param", "btl", m.btl])
         .output()
         .ok()
         .and_then(|o| {
-            gyr_sim::calibrate::eager_limit_from_ompi_info(&String::from_utf8_lossy(&o.stdout), btl)
+            gyr_sim::calibrate::eager_limit_from_ompi_info(
+                &String::from_utf8_lossy(&o.stdout),
+                m.btl,
+            )
         });
     let model = gyr_sim::calibrate::fit(&measurements, eager).map_err(|e| anyhow!("{e}"))?;
+    Ok((model, measurements, eager.is_some()))
+}
+
+fn describe(model: &LogGops) -> String {
+    format!(
+        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes",
+        model.latency,
+        model.o,
+        model.g,
+        model.gap_per_byte,
+        if model.gap_per_byte + model.overhead_per_byte > 0.0 {
+            1.0 / (model.gap_per_byte + model.overhead_per_byte)
+        } else {
+            f64::INFINITY
+        },
+        model.overhead_per_byte,
+        model.eager_limit
+    )
+}
+
+fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
+    let btl = btl_name(&args.btl)?;
+    let (model, measurements, from_ompi_info) = measure(&Measure {
+        btl,
+        max_bytes: args.max_bytes,
+        reps: args.reps,
+        mpirun: &args.mpirun,
+        mpicc: &args.mpicc,
+    })?;
     let network = Network::single(model);
     let toml = format!(
         "# gyr sim calibrate --btl {btl}: LogGOPS fitted to ping-pong and streaming on this machine\n\
          # (L, o, g in ns; G, O in ns per byte; S in bytes; eager limit {}).\n{}",
-        if eager.is_some() {
-            "from ompi_info"
+        if from_ompi_info {
+            "bounded by ompi_info"
         } else {
             "found in the measurements"
         },
@@ -389,25 +483,190 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
         }
         None => print!("{toml}"),
     }
-    eprintln!(
-        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes",
-        model.latency,
-        model.o,
-        model.g,
-        model.gap_per_byte,
-        if model.gap_per_byte + model.overhead_per_byte > 0.0 {
-            1.0 / (model.gap_per_byte + model.overhead_per_byte)
-        } else {
-            f64::INFINITY
-        },
-        model.overhead_per_byte,
-        model.eager_limit
-    );
+    eprintln!("{}", describe(&model));
     if args.json {
         println!(
             "{}",
             json!({"btl": btl, "model": model, "measurements": measurements})
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `command` on `np` ranks over `btl` under `gyr run --mpi`, traces as `dir/name.RANK.gyr`;
+/// returns the trace files.
+fn traced_run(
+    args: &ValidateArgs,
+    btl: &str,
+    name: &str,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, Failure> {
+    let gyr = std::env::current_exe().context("cannot find the gyr binary itself")?;
+    let pattern = dir.join(format!("{name}.%r.gyr"));
+    let launcher = mpirun_base(&args.mpirun);
+    eprintln!("running on {btl}: {} ranks", args.np);
+    let status = std::process::Command::new(gyr)
+        .args(["run", "--mpi", "--trace"])
+        .arg(&pattern)
+        .arg("--")
+        .arg(launcher.get_program())
+        .args(launcher.get_args())
+        .args(["-np", &args.np.to_string()])
+        .args(btl_args(btl))
+        .args(&args.command)
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(Failure::from(anyhow!(
+            "the run on {btl} failed ({status}); run it alone with `gyr run --mpi -- mpirun ...` to see why"
+        )));
+    }
+    let files: Vec<PathBuf> = (0..args.np)
+        .map(|r| dir.join(format!("{name}.{r}.gyr")))
+        .collect();
+    if let Some(missing) = files.iter().find(|f| !f.exists()) {
+        return Err(Failure::from(anyhow!(
+            "the run on {btl} wrote no {}: is the program an MPI program linked dynamically?",
+            missing.display()
+        )));
+    }
+    Ok(files)
+}
+
+fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
+    if args.np < 2 {
+        return Err(Failure::input(anyhow!("--np must be 2 or more")));
+    }
+    let temp;
+    let dir = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_owned()
+        }
+    };
+    let network = match &args.network {
+        Some(path) => read_network(path)?,
+        None => {
+            let (model, _, _) = measure(&Measure {
+                btl: "tcp",
+                max_bytes: 4 << 20,
+                reps: 20,
+                mpirun: &args.mpirun,
+                mpicc: &args.mpicc,
+            })?;
+            eprintln!("TCP model: {}", describe(&model));
+            Network::single(model)
+        }
+    };
+    let shm = traced_run(&args, "vader", "shm", &dir)?;
+    let shm = gyr_sim::load(&shm).map_err(Failure::input)?;
+    let prediction = gyr_sim::simulate(
+        shm.ranks.iter().map(|r| r.program.clone()).collect(),
+        &network,
+    )
+    .map_err(Failure::input)?;
+    for (m, p) in shm.ranks.iter().zip(&prediction.ranks) {
+        let path = dir.join(format!("predicted.{}.gyr", p.rank));
+        let file = std::fs::File::create(&path)?;
+        gyr_sim::output::write_prediction(std::io::BufWriter::new(file), m, p)
+            .and_then(|mut w| w.flush())?;
+    }
+    let tcp = traced_run(&args, "tcp", "tcp", &dir)?;
+    let tcp = gyr_sim::load(&tcp).map_err(Failure::input)?;
+
+    let whole =
+        |ranks: &[gyr_sim::RankTrace]| ranks.iter().map(|r| r.measured.span_ns).max().unwrap_or(0);
+    let (shm_run, tcp_run) = (whole(&shm.ranks), whole(&tcp.ranks));
+    let rows: Vec<_> = shm
+        .ranks
+        .iter()
+        .zip(&tcp.ranks)
+        .zip(&prediction.ranks)
+        .map(|((s, t), p)| {
+            json!({
+                "rank": p.rank,
+                "shm_measured_ns": s.measured.span_ns,
+                "tcp_measured_ns": t.measured.span_ns,
+                "tcp_predicted_ns": p.end_ns,
+                "error_pct": error_pct(p.end_ns, t.measured.span_ns),
+                "unchanged_error_pct": error_pct(s.measured.span_ns, t.measured.span_ns),
+            })
+        })
+        .collect();
+    let summary = json!({
+        "np": args.np,
+        "network": network,
+        "ranks": rows,
+        "shm_measured_ns": shm_run,
+        "tcp_measured_ns": tcp_run,
+        "tcp_predicted_ns": prediction.makespan_ns,
+        "error_pct": error_pct(prediction.makespan_ns, tcp_run),
+        "unchanged_error_pct": error_pct(shm_run, tcp_run),
+        "max_rank_error_pct": rows.iter().filter_map(|r| r["error_pct"].as_f64()).map(f64::abs).fold(0.0, f64::max),
+        "unfinished": prediction.unfinished,
+        "warnings": shm.warnings,
+        "dir": args.dir,
+    });
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    if args.json {
+        writeln!(out, "{summary}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pct = |v: &serde_json::Value| {
+        v.as_f64()
+            .map(|e| format!("{e:+.1}%"))
+            .unwrap_or_else(|| "-".into())
+    };
+    writeln!(
+        out,
+        "{:>6} {:>12} {:>12} {:>14} {:>8} {:>16}",
+        "rank", "shm ms", "tcp ms", "tcp pred. ms", "error", "if unchanged"
+    )?;
+    for r in &rows {
+        let ns = |k: &str| r[k].as_u64().unwrap_or(0);
+        writeln!(
+            out,
+            "{:>6} {:>12.3} {:>12.3} {:>14.3} {:>8} {:>16}",
+            r["rank"],
+            ms(ns("shm_measured_ns")),
+            ms(ns("tcp_measured_ns")),
+            ms(ns("tcp_predicted_ns")),
+            pct(&r["error_pct"]),
+            pct(&r["unchanged_error_pct"])
+        )?;
+    }
+    writeln!(
+        out,
+        "{:>6} {:>12.3} {:>12.3} {:>14.3} {:>8} {:>16}",
+        "run",
+        ms(shm_run),
+        ms(tcp_run),
+        ms(prediction.makespan_ns),
+        pct(&summary["error_pct"]),
+        pct(&summary["unchanged_error_pct"])
+    )?;
+    writeln!(
+        out,
+        "error: the prediction against the run on TCP; if unchanged: the shared-memory run taken as the prediction"
+    )?;
+    for u in &prediction.unfinished {
+        writeln!(
+            out,
+            "rank {} could not finish: it waits for {}",
+            u.rank, u.waiting_for
+        )?;
+    }
+    if let Some(d) = &args.dir {
+        writeln!(
+            out,
+            "traces in {}: shm.RANK.gyr, tcp.RANK.gyr, predicted.RANK.gyr",
+            d.display()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
