@@ -821,3 +821,143 @@ impl std::io::Write for CountingSink {
         Ok(())
     }
 }
+
+/// A rank's trace: `gyr.msg.rank`, then MPI calls with their messages, written to `dir`.
+fn rank_trace(
+    dir: &std::path::Path,
+    rank: u64,
+    events: &[(u64, u32, Vec<u8>)],
+) -> std::path::PathBuf {
+    let f = |n: &str, t| Field::new(n, t);
+    let msg = || {
+        vec![
+            f("peer", FieldType::U32),
+            f("tag", FieldType::I32),
+            f("bytes", FieldType::U64),
+            f("comm", FieldType::U64),
+        ]
+    };
+    let schemas = [
+        Schema::new(
+            1,
+            "gyr.msg.rank",
+            vec![
+                f("job", FieldType::Str),
+                f("rank", FieldType::U32),
+                f("size", FieldType::U32),
+            ],
+        )
+        .unwrap(),
+        Schema::new(2, "gyr.mpi.begin", vec![f("call", FieldType::Str)]).unwrap(),
+        Schema::new(
+            3,
+            "gyr.mpi.end",
+            vec![f("call", FieldType::Str), f("ret", FieldType::I32)],
+        )
+        .unwrap(),
+        Schema::new(4, "gyr.msg.send", msg()).unwrap(),
+        Schema::new(5, "gyr.msg.recv", msg()).unwrap(),
+    ];
+    let mut header = TraceHeader::for_this_process();
+    header.pid = 100 + rank as u32;
+    header.command_line = vec!["./halo".into()];
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    for s in &schemas {
+        w.schema(s).unwrap();
+    }
+    w.thread(&ThreadInfo {
+        id: 1,
+        name: "main".into(),
+        os_tid: 1,
+    })
+    .unwrap();
+    let mut buf = Vec::new();
+    let mut rank_payload = string("job");
+    rank_payload.extend((rank as u32).to_le_bytes());
+    rank_payload.extend(2u32.to_le_bytes());
+    push_record(&mut buf, 1, 10, 1, 0, &rank_payload);
+    for (i, (ts, ty, p)) in events.iter().enumerate() {
+        push_record(&mut buf, *ty, *ts, i as u64 + 2, 0, p);
+    }
+    w.records(1, &buf).unwrap();
+    let bytes = w
+        .finish(&TraceEnd {
+            end_ns: 1000,
+            records: events.len() as u64 + 1,
+            lost: 0,
+            filtered: 0,
+        })
+        .unwrap();
+    let path = dir.join(format!("halo.{rank}.gyr"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn message(peer: u32, tag: i32, bytes: u64) -> Vec<u8> {
+    let mut v = peer.to_le_bytes().to_vec();
+    v.extend(tag.to_le_bytes());
+    v.extend(bytes.to_le_bytes());
+    v.extend(0u64.to_le_bytes());
+    v
+}
+
+fn call(name: &str, end: bool) -> Vec<u8> {
+    let mut v = string(name);
+    if end {
+        v.extend(0i32.to_le_bytes());
+    }
+    v
+}
+
+#[test]
+fn ranks_and_their_messages_are_drawn_across_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rank 0 sends twice to rank 1 (tag 5); rank 1 receives both.
+    let r0 = rank_trace(
+        dir.path(),
+        0,
+        &[
+            (100, 2, call("MPI_Send", false)),
+            (110, 4, message(1, 5, 64)),
+            (120, 3, call("MPI_Send", true)),
+            (200, 2, call("MPI_Send", false)),
+            (210, 4, message(1, 5, 64)),
+            (220, 3, call("MPI_Send", true)),
+        ],
+    );
+    let r1 = rank_trace(
+        dir.path(),
+        1,
+        &[
+            (90, 2, call("MPI_Recv", false)),
+            (150, 5, message(0, 5, 64)),
+            (151, 3, call("MPI_Recv", true)),
+            (160, 2, call("MPI_Recv", false)),
+            (250, 5, message(0, 5, 64)),
+            (251, 3, call("MPI_Recv", true)),
+        ],
+    );
+    let mut out = Vec::new();
+    export::export_files(
+        &[r1, r0],
+        Format::Chrome,
+        &mut out,
+        Options::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let events = check_chrome(&out);
+    let processes: Vec<String> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(processes, ["rank 1 · halo", "rank 0 · halo"]);
+    let slices = names(&events, "B");
+    assert_eq!(slices.iter().filter(|n| *n == "MPI_Send").count(), 2);
+    assert_eq!(slices.iter().filter(|n| *n == "MPI_Recv").count(), 2);
+    let flows_in: Vec<&Json> = events.iter().filter(|e| e["flow_in"] == true).collect();
+    assert_eq!(flows_in.len(), 2, "one arrow per message");
+    // With an arrow, an instant is a zero-length slice in Chrome JSON.
+    assert!(names(&events, "X").contains(&"send 64 B to rank 1".to_owned()));
+}

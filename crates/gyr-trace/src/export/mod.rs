@@ -199,6 +199,7 @@ pub enum ExportError {
 pub struct Input<R> {
     name: String,
     reader: TraceReader<R>,
+    rank: Option<u32>,
     bytes_total: u64,
     bytes_read: Option<Rc<Cell<u64>>>,
 }
@@ -209,6 +210,7 @@ impl<R: Read + Seek> Input<R> {
         Input {
             name: name.into(),
             reader,
+            rank: None,
             bytes_total: 0,
             bytes_read: None,
         }
@@ -277,9 +279,42 @@ pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
     Ok(Input {
         name: shown,
         reader,
+        rank: rank_of(path),
         bytes_total,
         bytes_read: Some(read),
     })
+}
+
+/// The rank `path`'s `gyr.msg.rank` event gives, if the file has one among its first records
+/// (a rank says it once MPI is initialised; the search stops early, so a long trace of anything
+/// else costs a bounded read).
+fn rank_of(path: &Path) -> Option<u32> {
+    let mut reader = TraceReader::open(path).ok()?;
+    let mut seen = 0u32;
+    let mut rank = None;
+    reader.try_for_each_item(|item| {
+        if let Item::Record {
+            schema: Some(s),
+            record,
+        } = item
+        {
+            seen += 1;
+            if s.name == crate::clock::RANK_EVENT
+                && let Ok(values) = gyr_core::value::decode(s, record.payload)
+                && let Some(i) = s.field_index("rank")
+                && let Some(gyr_core::Value::UInt(r)) = values.get(i)
+            {
+                rank = u32::try_from(*r).ok();
+                return ControlFlow::Break(());
+            }
+        }
+        if seen >= 100_000 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    rank
 }
 
 /// Exports the trace files at `paths` to `out` in `format`; `progress` is called about once a
@@ -382,6 +417,8 @@ pub(crate) struct FileStart<'a> {
     pub(crate) format_version: u32,
     /// What to add to its timestamps to place them on the export's clock.
     pub(crate) offset_ns: u64,
+    /// Its rank in a message-passing job (`gyr.msg.rank`), if it said so early.
+    pub(crate) rank: Option<u32>,
 }
 
 /// What an export format does with the items of its inputs, in order.
@@ -448,6 +485,7 @@ fn run<R: Read + Seek, C: Consumer>(
             header: &header,
             format_version: input.reader.format_version(),
             offset_ns,
+            rank: input.rank,
         })?;
         let mut error: Option<io::Error> = None;
         let mut corrector = options

@@ -15,6 +15,8 @@
 //! | `gyr.barrier.arrive` → `depart` | slice "barrier B", then an instant "depart barrier B" |
 //! | `gyr.thread.fork`, `begin`, `exit`, `gyr.cond.signal`, `broadcast`, ... | instants |
 //! | `gyr.lost` | instant "lost N events" |
+//! | `gyr.mpi.begin` / `end` (the MPI interposer) | a slice named by the MPI call, on its thread |
+//! | `gyr.msg.send` / `recv` (`gyr::msg`, the MPI interposer) | instants "send N B to rank P", "recv N B from rank P", joined by an arrow |
 //! | numeric fields of the program's event types | a counter track per type and field (`type.field`) |
 //! | anything else | an instant with the record's fields |
 //!
@@ -26,6 +28,11 @@
 //! and its sequence numbers alone, so either end can be written without the other having been
 //! seen; only barriers keep a small table per generation (the last arrival is known once the
 //! parties are).
+//!
+//! Messages between processes are arrows too: the `n`th send from rank A to rank B with a given
+//! communicator and tag to B's `n`th receive from A with the same (MPI's non-overtaking rule),
+//! with ids from those alone, so the two files need not be read together. A file's rank is its
+//! `gyr.msg.rank` event's (found before the export starts, and shown in its process's name).
 //!
 //! Waits end with an instant carrying the incoming arrow because viewers draw an arrow to the
 //! start of the slice it reaches: drawn to the wait's start, it would point back in time.
@@ -171,6 +178,8 @@ pub(crate) trait Timeline {
 #[derive(Debug)]
 enum Kind {
     Sync(Sync, Schema),
+    /// Message passing: MPI calls and messages.
+    Msg(Msg, Schema),
     /// A program's own type: counters for its numeric fields, an instant for the rest.
     User {
         schema: Schema,
@@ -185,6 +194,45 @@ enum Kind {
     /// Any other type of gyr's own: an instant with its fields.
     Other(Schema),
 }
+
+/// The message-passing events drawn as slices and arrows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Msg {
+    CallBegin,
+    CallEnd,
+    Send,
+    Recv,
+}
+
+impl Msg {
+    /// The event `schema` is, recognised by name and field layout (a look-alike type of a
+    /// user's is never misread).
+    fn recognise(schema: &Schema) -> Option<Msg> {
+        let layout: Vec<(&str, FieldType)> = schema
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.ty))
+            .collect();
+        let message = [
+            ("peer", FieldType::U32),
+            ("tag", FieldType::I32),
+            ("bytes", FieldType::U64),
+            ("comm", FieldType::U64),
+        ];
+        let call = layout.first() == Some(&("call", FieldType::Str));
+        match schema.name.as_str() {
+            "gyr.mpi.begin" if call => Some(Msg::CallBegin),
+            "gyr.mpi.end" if call => Some(Msg::CallEnd),
+            "gyr.msg.send" if layout == message => Some(Msg::Send),
+            "gyr.msg.recv" if layout == message => Some(Msg::Recv),
+            _ => None,
+        }
+    }
+}
+
+/// The most (sender, receiver, communicator, tag) keys counted per file for message arrows;
+/// messages of further keys are drawn without arrows.
+const MAX_MESSAGE_KEYS: usize = 1 << 20;
 
 /// Object kinds, for flow ids.
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +254,7 @@ enum Open {
     Cond(u64),
     Join(u64),
     Barrier(u64),
+    Mpi,
 }
 
 /// The most slices a thread may have open on its own track; deeper begins are dropped (with
@@ -325,6 +374,10 @@ pub(crate) struct Mapper<T> {
     barriers: FastMap<(u64, u64), BarrierGen>,
     name: String,
     flows: Vec<u64>,
+    /// The current file's rank (`gyr.msg.rank`), for message arrows.
+    rank: Option<u32>,
+    /// Messages counted per (from, to, communicator, tag) in the current file.
+    messages: FastMap<(u32, u32, u64, i32), u64>,
 }
 
 /// The kind of type `id`, from the fields that hold them (so that the timeline can be borrowed
@@ -359,6 +412,8 @@ impl<T: Timeline> Mapper<T> {
             barriers: FastMap::default(),
             name: String::new(),
             flows: Vec::new(),
+            rank: None,
+            messages: FastMap::default(),
         }
     }
 
@@ -374,6 +429,87 @@ impl<T: Timeline> Mapper<T> {
         h = mix(h ^ b);
         h = mix(h ^ c);
         h.max(1)
+    }
+
+    /// The flow id of the `n`th message from rank `from` to rank `to` on (`comm`, `tag`): the
+    /// same in the sender's file and the receiver's.
+    fn message_flow(from: u32, to: u32, comm: u64, tag: i32, n: u64) -> u64 {
+        let mut h = mix(0x6d70_6900_0000_0000 ^ u64::from(from));
+        h = mix(h ^ u64::from(to));
+        h = mix(h ^ comm);
+        h = mix(h ^ u64::from(tag as u32));
+        h = mix(h ^ n);
+        h.max(1)
+    }
+
+    /// Draws a message-passing event.
+    fn msg_record(
+        &mut self,
+        msg: Msg,
+        ts: u64,
+        thread: u64,
+        p: &[u8],
+        type_id: TypeId,
+    ) -> io::Result<()> {
+        let th = self.threads.get_mut(&thread).expect("a known thread").th;
+        let schema = match self.kind(type_id) {
+            Some(Kind::Msg(_, s)) => s.clone(),
+            _ => return Ok(()),
+        };
+        match msg {
+            Msg::CallBegin => {
+                let Some(call) = str_at(p, 0) else {
+                    return self.out.instant(ts, th, &schema.name, None, Flows::NONE);
+                };
+                let call = if call.is_empty() { "MPI" } else { call };
+                let call = call.to_owned();
+                self.open(ts, thread, Open::Mpi, "mpi", &call)
+            }
+            Msg::CallEnd => self.close(ts, thread, Open::Mpi).map(|_| ()),
+            Msg::Send | Msg::Recv => {
+                let (Some(peer), Some(tag), Some(bytes), Some(comm)) = (
+                    p.get(0..4)
+                        .map(|b| u32::from_le_bytes(b.try_into().unwrap())),
+                    p.get(4..8)
+                        .map(|b| i32::from_le_bytes(b.try_into().unwrap())),
+                    u64_at(p, 8),
+                    u64_at(p, 16),
+                ) else {
+                    return self.out.instant(ts, th, &schema.name, None, Flows::NONE);
+                };
+                self.name.clear();
+                let send = msg == Msg::Send;
+                if send {
+                    let _ = write!(self.name, "send {bytes} B to rank {peer}");
+                } else {
+                    let _ = write!(self.name, "recv {bytes} B from rank {peer}");
+                }
+                let flow = self.rank.and_then(|me| {
+                    let key = if send {
+                        (me, peer, comm, tag)
+                    } else {
+                        (peer, me, comm, tag)
+                    };
+                    if self.messages.len() >= MAX_MESSAGE_KEYS && !self.messages.contains_key(&key)
+                    {
+                        return None;
+                    }
+                    let n = self.messages.entry(key).or_insert(0);
+                    *n += 1;
+                    Some(Self::message_flow(key.0, key.1, comm, tag, *n))
+                });
+                let f = flow.map(|f| [f]);
+                let flows = match (&f, send) {
+                    (Some(f), true) => Flows { out: f, end: &[] },
+                    (Some(f), false) => Flows { out: &[], end: f },
+                    (None, _) => Flows::NONE,
+                };
+                let name = std::mem::take(&mut self.name);
+                let r = self.out.instant(ts, th, &name, Some((&schema, p)), flows);
+                self.name = name;
+                r
+            }
+        }
     }
 
     /// The thread `id`'s state, described to the timeline first if it is new.
@@ -792,6 +928,8 @@ impl<T: Timeline> Consumer for Mapper<T> {
         self.holds.clear();
         self.hold_index.clear();
         self.barriers.clear();
+        self.messages.clear();
+        self.rank = file.rank;
         let h = file.header;
         let program = h
             .command_line
@@ -799,6 +937,10 @@ impl<T: Timeline> Consumer for Mapper<T> {
             .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| format!("pid {}", h.pid));
+        let program = match file.rank {
+            Some(r) => format!("rank {r} · {program}"),
+            None => program,
+        };
         self.out
             .process(file.index, h.pid, &program, &h.command_line)
     }
@@ -807,6 +949,7 @@ impl<T: Timeline> Consumer for Mapper<T> {
         let known = crate::sync_events::recognise(schema);
         let kind = match known {
             Some(sync) => Kind::Sync(sync, schema.clone()),
+            None if let Some(msg) = Msg::recognise(schema) => Kind::Msg(msg, schema.clone()),
             None if schema.name.starts_with("gyr.") => Kind::Other(schema.clone()),
             None => {
                 let mut counters = Vec::new();
@@ -956,6 +1099,10 @@ impl<T: Timeline> Consumer for Mapper<T> {
             Kind::Sync(sync, _) => {
                 let sync = *sync;
                 self.sync_record(sync, ts, thread, payload, type_id)
+            }
+            Kind::Msg(msg, _) => {
+                let msg = *msg;
+                self.msg_record(msg, ts, thread, payload, type_id)
             }
         }
     }
