@@ -296,7 +296,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     let sizes = || {
         if is_root(comm, root) {
             let each = bytes(sendcount, sendtype);
-            let received = if recvbuf as *const c_void == ffi::IN_PLACE {
+            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
                 0
             } else {
                 bytes(recvcount, recvtype)
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
             let n = track::size_and_rank(comm).0;
             // SAFETY: at the root, `sendcounts` holds one count per rank.
             let sent = unsafe { bytes_of_counts(n, sendcounts, sendtype) };
-            let received = if recvbuf as *const c_void == ffi::IN_PLACE {
+            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
                 0
             } else {
                 bytes(recvcount, recvtype)

@@ -78,7 +78,8 @@ pub const PROC_NULL: c_int = -2;
 pub const ROOT: c_int = -4;
 /// `MPI_UNDEFINED`.
 pub const UNDEFINED: c_int = -32766;
-/// `MPI_IN_PLACE`.
+/// `MPI_IN_PLACE`: the address 1, a sentinel never dereferenced.
+#[allow(clippy::manual_dangling_ptr)]
 pub const IN_PLACE: *const c_void = 1 as *const c_void;
 
 /// A symbol of the MPI library's own, such as `ompi_mpi_comm_world`: its address, found in the
@@ -180,7 +181,7 @@ macro_rules! real {
             ///
             /// As the MPI function: the arguments must be what it expects.
             #[inline]
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, clippy::unused_unit)]
             pub(crate) unsafe fn $name($($arg: $ty),*) -> $ret {
                 let p = sym::$name.get();
                 if p.is_null() {

@@ -496,7 +496,7 @@ pub unsafe extern "C" fn mpi_alltoall_(
         let n = track::size_and_rank(c).0 as u64;
         // SAFETY: the program's handles and integers.
         let received = unsafe { bytes(v(recvcount), datatype(recvtype)) } * n;
-        let sent = if sendbuf as *mut c_void == ffi::F_IN_PLACE.get() {
+        let sent = if std::ptr::eq(sendbuf, ffi::F_IN_PLACE.get()) {
             received
         } else {
             // SAFETY: as above.

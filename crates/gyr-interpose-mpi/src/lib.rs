@@ -87,6 +87,7 @@ pub mod p2p;
 pub mod track;
 
 use libc::{c_char, c_int};
+#[cfg(not(test))]
 use std::sync::atomic::Ordering;
 
 /// The constructor's entry in `.init_array`: the dynamic loader runs it once this library and
@@ -220,6 +221,7 @@ pub(crate) fn initialised() {
 ///
 /// As the MPI function.
 #[cfg_attr(not(test), unsafe(no_mangle))]
+#[allow(non_snake_case)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the program's arguments, passed on.
     let real = || unsafe { ffi::init(argc, argv) };
@@ -239,6 +241,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
 ///
 /// As the MPI function.
 #[cfg_attr(not(test), unsafe(no_mangle))]
+#[allow(non_snake_case)]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,
     argv: *mut *mut *mut c_char,
@@ -263,6 +266,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ///
 /// As the MPI function.
 #[cfg_attr(not(test), unsafe(no_mangle))]
+#[allow(non_snake_case)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     // SAFETY: no arguments; the program's call, passed on.
     let real = || unsafe { ffi::finalize() };
