@@ -99,7 +99,7 @@ fn mpirun(dir: &Path, bin: &Path, args: &[&str]) -> Output {
     let mut child = cmd.spawn().expect("mpirun runs");
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(120) {
+        if start.elapsed() > Duration::from_secs(60) {
             child.kill().unwrap();
             let out = child.wait_with_output().unwrap();
             panic!(

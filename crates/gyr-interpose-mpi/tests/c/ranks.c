@@ -32,17 +32,20 @@ static void p2p(void) {
 
     /* Wildcards: everyone sends rank 0 a message with tag 100 + rank. */
     if (rank == 0) {
+        /* A wildcard Irecv completed by Test in a loop; posted first, so that the tag-200
+         * message matches it rather than one of the any-tag receives. */
+        int flag = 0, got[64];
+        MPI_Irecv(got, 64, MPI_INT, MPI_ANY_SOURCE, 200, MPI_COMM_WORLD, &rq[0]);
         for (int i = 1; i < size; i++) {
             MPI_Recv(in, 64, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
         }
-        /* A wildcard Irecv completed by Test in a loop. */
-        int flag = 0;
-        MPI_Irecv(in, 64, MPI_INT, MPI_ANY_SOURCE, 200, MPI_COMM_WORLD, &rq[0]);
         while (!flag) MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE);
     } else {
         MPI_Send(buf, rank, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
         if (rank == size - 1) MPI_Send(buf, 3, MPI_INT, 0, 200, MPI_COMM_WORLD);
     }
+    /* No later message may reach rank 0's any-tag receives. */
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* Persistent requests, started twice. */
     MPI_Recv_init(in, 2, MPI_INT, left, 12, MPI_COMM_WORLD, &rq[0]);

@@ -36,6 +36,8 @@ program ranks
   else
     call MPI_SEND(a, rank, MPI_DOUBLE_PRECISION, 0, 10 + rank, MPI_COMM_WORLD, ierr)
   end if
+  ! No later message may reach rank 0's any-tag receives.
+  call MPI_BARRIER(MPI_COMM_WORLD, ierr)
 
   call MPI_SENDRECV(a, 3, MPI_DOUBLE_PRECISION, left, 3, b, 3, MPI_DOUBLE_PRECISION, right, 3, &
                     MPI_COMM_WORLD, st, ierr)
