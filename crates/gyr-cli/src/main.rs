@@ -212,7 +212,9 @@ enum Command {
     #[command(subcommand)]
     Rules(RulesCommand),
     /// Run an unmodified C or C++ program with its pthread events recorded:
-    /// `gyr run --threads [--trace FILE] -- PROGRAM ARGS...` (exits with the program's status).
+    /// `gyr run --threads [--trace FILE] -- PROGRAM ARGS...`, or an MPI job with every rank's
+    /// MPI calls and messages recorded: `gyr run --mpi -- mpirun -np 4 ./app` (exits with the
+    /// program's status).
     Run(run_cmd::RunArgs),
     /// Watch an unmodified program's output (stdout, stderr, files) as typed events by a spec,
     /// and steer it (restart with changed arguments, stop, signal) through the `watched`

@@ -1,0 +1,506 @@
+//! Collectives: `gyr.mpi.collective` with the communicator, the root as a world rank, and the
+//! bytes this rank contributes and receives, recorded before the real call.
+//!
+//! Arguments the standard says are ignored on this rank (a non-root's receive type in
+//! `MPI_Gather`, a root's send type with `MPI_IN_PLACE`) are never looked at: a program may pass
+//! anything there.
+
+#![allow(non_snake_case)]
+
+use crate::ffi::{self, Comm, Datatype, Op};
+use crate::gate::Call;
+use crate::track::{self, bytes, bytes_of_counts};
+use libc::{c_int, c_void};
+
+/// Records `call` as a collective on `comm` around `real`.
+#[inline]
+fn collective(
+    name: &'static str,
+    comm: Comm,
+    sizes: impl FnOnce() -> (Option<c_int>, u64, u64),
+    real: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(mut call) = Call::begin(name) else {
+        return real();
+    };
+    call.record(|| {
+        let (root, sent, received) = sizes();
+        track::collective(name, comm, root, sent, received);
+    });
+    let rc = call.real(real);
+    call.end(rc)
+}
+
+/// Whether this rank is the root `root` of `comm` (`MPI_ROOT` on an intercommunicator).
+fn is_root(comm: Comm, root: c_int) -> bool {
+    root == ffi::ROOT || track::size_and_rank(comm).1 == root
+}
+
+/// The local group's size of `comm`.
+fn size(comm: Comm) -> u64 {
+    track::size_and_rank(comm).0 as u64
+}
+
+/// `MPI_Barrier`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Barrier(comm: Comm) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    collective(
+        "MPI_Barrier",
+        comm,
+        || (None, 0, 0),
+        || unsafe { ffi::barrier(comm) },
+    )
+}
+
+/// `MPI_Bcast`: the root sends the buffer, the others receive it.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let n = bytes(count, datatype);
+        if is_root(comm, root) {
+            (Some(root), n, 0)
+        } else {
+            (Some(root), 0, n)
+        }
+    };
+    // SAFETY: the program's arguments, passed on.
+    collective("MPI_Bcast", comm, sizes, || unsafe {
+        ffi::bcast(buf, count, datatype, root, comm)
+    })
+}
+
+/// `MPI_Reduce`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Datatype,
+    op: Op,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let n = bytes(count, datatype);
+        (Some(root), n, if is_root(comm, root) { n } else { 0 })
+    };
+    collective("MPI_Reduce", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
+    })
+}
+
+macro_rules! all_reduce {
+    ($($name:ident = $real:ident;)*) => {$(
+        /// The reduction of this name: every rank contributes and receives `count` elements.
+        ///
+        /// # Safety
+        ///
+        /// As the MPI function.
+        #[cfg_attr(not(test), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Datatype,
+            op: Op, comm: Comm,
+        ) -> c_int {
+            let sizes = || {
+                let n = bytes(count, datatype);
+                (None, n, n)
+            };
+            collective(stringify!($name), comm, sizes, || {
+                // SAFETY: the program's arguments, passed on.
+                unsafe { ffi::$real(sendbuf, recvbuf, count, datatype, op, comm) }
+            })
+        }
+    )*};
+}
+
+all_reduce! {
+    MPI_Allreduce = allreduce;
+    MPI_Scan = scan;
+    MPI_Exscan = exscan;
+}
+
+/// `MPI_Reduce_scatter`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: Datatype,
+    op: Op,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let (n, rank) = track::size_and_rank(comm);
+        // SAFETY: `recvcounts` holds one count per rank of the group.
+        let sent = unsafe { bytes_of_counts(n, recvcounts, datatype) };
+        let mine = if rank >= 0 && (rank as usize) < n && !recvcounts.is_null() {
+            // SAFETY: as above.
+            bytes(unsafe { *recvcounts.add(rank as usize) }, datatype)
+        } else {
+            0
+        };
+        (None, sent, mine)
+    };
+    collective("MPI_Reduce_scatter", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+    })
+}
+
+/// `MPI_Reduce_scatter_block`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: Datatype,
+    op: Op,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let n = bytes(recvcount, datatype);
+        (None, n * size(comm), n)
+    };
+    collective("MPI_Reduce_scatter_block", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm) }
+    })
+}
+
+/// `MPI_Gather`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        if is_root(comm, root) {
+            let each = bytes(recvcount, recvtype);
+            let sent = if sendbuf == ffi::IN_PLACE {
+                each
+            } else {
+                bytes(sendcount, sendtype)
+            };
+            (Some(root), sent, each * size(comm))
+        } else {
+            (Some(root), bytes(sendcount, sendtype), 0)
+        }
+    };
+    collective("MPI_Gather", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::gather(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Gatherv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        if is_root(comm, root) {
+            let (n, rank) = track::size_and_rank(comm);
+            // SAFETY: at the root, `recvcounts` holds one count per rank.
+            let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+            let sent = if sendbuf == ffi::IN_PLACE {
+                // SAFETY: as above.
+                unsafe { bytes_of_counts(1, recvcounts.add(rank.max(0) as usize), recvtype) }
+            } else {
+                bytes(sendcount, sendtype)
+            };
+            (Some(root), sent, received)
+        } else {
+            (Some(root), bytes(sendcount, sendtype), 0)
+        }
+    };
+    collective("MPI_Gatherv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::gatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Scatter`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        if is_root(comm, root) {
+            let each = bytes(sendcount, sendtype);
+            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
+                0
+            } else {
+                bytes(recvcount, recvtype)
+            };
+            (Some(root), each * size(comm), received)
+        } else {
+            (Some(root), 0, bytes(recvcount, recvtype))
+        }
+    };
+    collective("MPI_Scatter", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::scatter(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Scatterv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        if is_root(comm, root) {
+            let n = track::size_and_rank(comm).0;
+            // SAFETY: at the root, `sendcounts` holds one count per rank.
+            let sent = unsafe { bytes_of_counts(n, sendcounts, sendtype) };
+            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
+                0
+            } else {
+                bytes(recvcount, recvtype)
+            };
+            (Some(root), sent, received)
+        } else {
+            (Some(root), 0, bytes(recvcount, recvtype))
+        }
+    };
+    collective("MPI_Scatterv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::scatterv(
+                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Allgather`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let each = bytes(recvcount, recvtype);
+        let sent = if sendbuf == ffi::IN_PLACE {
+            each
+        } else {
+            bytes(sendcount, sendtype)
+        };
+        (None, sent, each * size(comm))
+    };
+    collective("MPI_Allgather", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::allgather(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Allgatherv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let (n, rank) = track::size_and_rank(comm);
+        // SAFETY: `recvcounts` holds one count per rank.
+        let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+        let sent = if sendbuf == ffi::IN_PLACE && rank >= 0 && (rank as usize) < n {
+            // SAFETY: as above.
+            unsafe { bytes_of_counts(1, recvcounts.add(rank as usize), recvtype) }
+        } else {
+            bytes(sendcount, sendtype)
+        };
+        (None, sent, received)
+    };
+    collective("MPI_Allgatherv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::allgatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Alltoall`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let n = size(comm);
+        let received = bytes(recvcount, recvtype) * n;
+        let sent = if sendbuf == ffi::IN_PLACE {
+            received
+        } else {
+            bytes(sendcount, sendtype) * n
+        };
+        (None, sent, received)
+    };
+    collective("MPI_Alltoall", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::alltoall(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        }
+    })
+}
+
+/// `MPI_Alltoallv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    let sizes = || {
+        let n = track::size_and_rank(comm).0;
+        // SAFETY: the count arrays hold one count per rank.
+        let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+        let sent = if sendbuf == ffi::IN_PLACE {
+            received
+        } else {
+            // SAFETY: as above.
+            unsafe { bytes_of_counts(n, sendcounts, sendtype) }
+        };
+        (None, sent, received)
+    };
+    collective("MPI_Alltoallv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::alltoallv(
+                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                comm,
+            )
+        }
+    })
+}
