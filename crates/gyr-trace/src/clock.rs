@@ -881,6 +881,75 @@ pub fn estimate_files(
     )
 }
 
+/// Makes the offsets satisfy every pair's messages, not only the spanning tree's.
+///
+/// The tree estimates each process from one neighbour; composed along the tree, two processes
+/// that were not estimated from each other can still disagree with their own messages. With the
+/// drifts fixed, each message gives a difference constraint between two offsets (the receiver's
+/// corrected receive at least `min_latency` after the sender's corrected send), and the
+/// strongest constraint of a pair and direction lies on a vertex of the hull already kept for
+/// it. Bellman–Ford's relaxation moves a receiver's offset later just enough, round after round
+/// (at most one per process), then the reference is put back where it was. When the
+/// constraints have no solution with these drifts (a cycle of them), what remains is reported as
+/// violations after.
+fn repair_offsets(
+    clocks: &mut [LinearClock],
+    pairs: &mut BTreeMap<(usize, usize), (Hull, Hull)>,
+    estimated: &[bool],
+    reference: usize,
+    min_latency: i64,
+) {
+    let latency = min_latency as f64;
+    // (from, to, c): offset[to] − offset[from] ≥ c.
+    let mut constraints: Vec<(usize, usize, f64)> = Vec::new();
+    for (&(i, j), (above, below)) in pairs.iter_mut() {
+        if !estimated[i] || !estimated[j] {
+            continue;
+        }
+        let (bi, bj) = (clocks[i].drift, clocks[j].drift);
+        // i → j: points (R on j's clock, y = S − R); need a_j − a_i ≥ L + y(1+b_i) + R(b_i − b_j).
+        let need = above
+            .points()
+            .iter()
+            .map(|&(r, y)| latency + y as f64 * (1.0 + bi) + r as f64 * (bi - bj))
+            .fold(f64::NEG_INFINITY, f64::max);
+        if need.is_finite() {
+            constraints.push((i, j, need));
+        }
+        // j → i: points (S on j's clock, y = R − S); need a_i − a_j ≥ L − min(y(1+b_i) + S(b_i − b_j)).
+        let slack = below
+            .points()
+            .iter()
+            .map(|&(s, y)| y as f64 * (1.0 + bi) + s as f64 * (bi - bj))
+            .fold(f64::INFINITY, f64::min);
+        if slack.is_finite() {
+            constraints.push((j, i, latency - slack));
+        }
+    }
+    let anchor = clocks[reference].offset_ns;
+    for _ in 0..=clocks.len() {
+        let mut moved = false;
+        for &(from, to, c) in &constraints {
+            let gap = clocks[to].offset_ns - clocks[from].offset_ns;
+            if gap < c {
+                clocks[to].offset_ns += c - gap;
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    let shift = clocks[reference].offset_ns - anchor;
+    if shift != 0.0 {
+        for (c, &e) in clocks.iter_mut().zip(estimated) {
+            if e {
+                c.offset_ns -= shift;
+            }
+        }
+    }
+}
+
 /// [`estimate_files`] over any readers: `open(i)` opens file `i` afresh (it is read three
 /// times), `name(i)` names it in reports.
 pub fn estimate_with<R: Read + Seek>(
@@ -1105,6 +1174,7 @@ pub fn estimate_with<R: Read + Seek>(
             *c = placed.clock(i);
         }
     }
+    repair_offsets(&mut clocks, &mut pairs, &done, reference, min_latency);
     let corrected = ClockCorrection::new(clocks.clone());
 
     // Pass 2: the violations after.
