@@ -632,7 +632,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         writeln!(
             out,
             "{:>6} {:>12.3} {:>12.3} {:>14.3} {:>8} {:>16}",
-            r["rank"],
+            r["rank"].as_u64().unwrap_or(0),
             ms(ns("shm_measured_ns")),
             ms(ns("tcp_measured_ns")),
             ms(ns("tcp_predicted_ns")),

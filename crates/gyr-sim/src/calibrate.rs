@@ -7,8 +7,9 @@
 //!   the data is copied out);
 //! - `L`: the one-byte half round trip minus the two overheads, `h(1) − 2o`;
 //! - `S`: the eager limit: the last size before the half round trip jumps above the small
-//!   messages' trend by more than a control message costs (a rendezvous's extra round trip),
-//!   or the limit `ompi_info` gives if that is smaller or no jump shows;
+//!   messages' trend by more than a control message costs (a rendezvous's extra round trip);
+//!   with the limit `ompi_info` gives, only a jump between half of it and it is taken (Open
+//!   MPI's limit counts its header), else that limit;
 //! - `G + O`: the slope of the half round trip over large messages (slopes are Theil–Sen
 //!   estimates: medians of the slopes between every two sizes, robust to a noisy size); `O` the slope of the send
 //!   call's time over eager sizes, `G` the rest;
@@ -145,7 +146,9 @@ pub fn fit(m: &Measurements, eager_limit: Option<u64>) -> Result<LogGops, String
         .map(|w| w[0].bytes);
     let largest = pp.last().map(|p| p.bytes).unwrap_or(0);
     let eager_limit = match (jump, eager_limit) {
-        (Some(j), Some(given)) => j.min(given),
+        // Only a jump near the library's limit is taken: one far below it is noise.
+        (Some(j), Some(given)) if j >= given / 2 && j <= given => j,
+        (Some(_), Some(given)) => given,
         (Some(j), None) => j,
         (None, Some(given)) => given,
         (None, None) => largest,
@@ -246,9 +249,11 @@ mod tests {
             (got.overhead_per_byte - truth.overhead_per_byte).abs() < 0.01,
             "{got:?}"
         );
-        // A smaller limit given is taken; a larger one gives way to the jump in the data.
+        // A jump near the limit given is taken; one far from it is noise.
+        assert_eq!(fit(&m, Some(65536)).unwrap().eager_limit, 65536);
+        assert_eq!(fit(&m, Some(100_000)).unwrap().eager_limit, 65536);
+        assert_eq!(fit(&m, Some(1 << 20)).unwrap().eager_limit, 1 << 20);
         assert_eq!(fit(&m, Some(4096)).unwrap().eager_limit, 4096);
-        assert_eq!(fit(&m, Some(1 << 20)).unwrap().eager_limit, 65536);
     }
 
     #[test]
