@@ -365,6 +365,15 @@ fn btl_name(btl: &str) -> Result<&'static str, Failure> {
 /// `--mca` options that put a job on one transport (TCP over the loopback interface).
 fn btl_args(btl: &str) -> Vec<String> {
     let mut v = vec!["--mca".into(), "btl".into(), format!("self,{btl}")];
+    if btl == "vader" {
+        // Copies through shared memory: the single-copy mechanism (CMA) is often forbidden in
+        // containers, where Open MPI then fails at the first large message.
+        v.extend([
+            "--mca".into(),
+            "btl_vader_single_copy_mechanism".into(),
+            "none".into(),
+        ]);
+    }
     if btl == "tcp" {
         v.extend(["--mca".into(), "btl_tcp_if_include".into(), "lo".into()]);
     }
