@@ -12,6 +12,7 @@ mod ordering;
 mod peers;
 mod rules;
 mod sensors;
+mod sim;
 mod soak;
 mod steering;
 mod web;
@@ -106,6 +107,17 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// Trace-driven prediction: the replay's speed, the MPI interposer's cost per call, and
+    /// predictions of examples/mpi against measured runs (same network, and shared memory to
+    /// TCP).
+    Sim {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// A shorter run (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
     /// A soak: a program at 1 M events/s through the hub to a subscriber and a recording,
     /// watching losses, memory and descriptors of the program and the hub.
     Soak {
@@ -180,6 +192,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Rules { json, quick } => rules::run(json, quick),
         Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
         Bench::Ordering { json, quick } => ordering::run(json, quick),
+        Bench::Sim { json, quick } => sim::run(json, quick),
         Bench::HubFeeder {
             addr,
             processes,

@@ -172,7 +172,7 @@ fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f6
 
 /// The sensor's own cost of one thread event (`gyr.mutex.acquire`'s payload), ns, in this
 /// process with a runtime whose sink discards: median of `runs` loops of `n` events.
-fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
+pub(crate) fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
     let rt = gyr::Builder::new()
         .serve(false)
         .handle_signals(false)
@@ -192,19 +192,21 @@ fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
 
 /// Where `libgyr_interpose.so` is: `GYR_INTERPOSE_LIB`, or built beside this benchmark (it
 /// depends on gyr-interpose so that building it builds the library).
-fn interpose_lib() -> Option<std::path::PathBuf> {
-    if let Some(p) = std::env::var_os("GYR_INTERPOSE_LIB") {
+pub(crate) fn interpose_lib() -> Option<std::path::PathBuf> {
+    preload_lib("GYR_INTERPOSE_LIB", "libgyr_interpose.so")
+}
+
+/// A preloaded library: the variable `var` names it, or it is built beside this benchmark.
+pub(crate) fn preload_lib(var: &str, file: &str) -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
         return Some(p.into());
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [
-        dir.join("libgyr_interpose.so"),
-        dir.join("deps/libgyr_interpose.so"),
-    ]
-    .into_iter()
-    .filter(|p| p.exists())
-    .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+    [dir.join(file), dir.join("deps").join(file)]
+        .into_iter()
+        .filter(|p| p.exists())
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
 /// `lockloop`'s CPU ns per lock/unlock pair, median of `runs`, with `preload` or without.

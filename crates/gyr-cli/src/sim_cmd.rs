@@ -19,7 +19,7 @@
 use crate::Failure;
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
-use gyr_sim::{LogGops, Network};
+use gyr_sim::{LogGops, Network, mpi};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -128,6 +128,15 @@ pub(crate) fn run(cmd: SimCommand) -> Result<ExitCode, Failure> {
         SimCommand::Calibrate(a) => calibrate(a),
         SimCommand::Validate(a) => validate(a),
     }
+}
+
+/// The transport `--btl` names.
+fn btl(name: &str) -> Result<&'static str, Failure> {
+    mpi::btl_name(name).ok_or_else(|| {
+        Failure::input(anyhow!(
+            "--btl {name}: give `vader` (shared memory) or `tcp` (loopback TCP)"
+        ))
+    })
 }
 
 /// Reads a model file, with what is wrong and where.
@@ -330,123 +339,6 @@ fn predict(args: PredictArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Arguments `mpirun` needs here: running as root is refused unless allowed, and two ranks on
-/// a one-core machine need oversubscription.
-pub(crate) fn mpirun_base(mpirun: &str) -> std::process::Command {
-    let mut cmd = std::process::Command::new(mpirun);
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        cmd.arg("--allow-run-as-root");
-    }
-    cmd.arg("--oversubscribe");
-    cmd
-}
-
-/// What `gyr sim calibrate` measures, for `calibrate` and `validate`.
-struct Measure<'a> {
-    btl: &'a str,
-    max_bytes: u64,
-    reps: u32,
-    mpirun: &'a str,
-    mpicc: &'a str,
-}
-
-/// The transport's Open MPI name: `vader` (shared memory) or `tcp`.
-fn btl_name(btl: &str) -> Result<&'static str, Failure> {
-    match btl {
-        "vader" | "sm" | "shm" => Ok("vader"),
-        "tcp" => Ok("tcp"),
-        other => Err(Failure::input(anyhow!(
-            "--btl {other}: give `vader` (shared memory) or `tcp` (loopback TCP)"
-        ))),
-    }
-}
-
-/// `--mca` options that put a job on one transport (TCP over the loopback interface).
-fn btl_args(btl: &str) -> Vec<String> {
-    let mut v = vec!["--mca".into(), "btl".into(), format!("self,{btl}")];
-    if btl == "vader" {
-        // Copies through shared memory: the single-copy mechanism (CMA) is often forbidden in
-        // containers, where Open MPI then fails at the first large message.
-        v.extend([
-            "--mca".into(),
-            "btl_vader_single_copy_mechanism".into(),
-            "none".into(),
-        ]);
-    }
-    if btl == "tcp" {
-        v.extend(["--mca".into(), "btl_tcp_if_include".into(), "lo".into()]);
-    }
-    v
-}
-
-/// Compiles and runs the measuring program, then fits the model (with what it measured).
-fn measure(m: &Measure<'_>) -> Result<(LogGops, gyr_sim::calibrate::Measurements, bool), Failure> {
-    if m.max_bytes < 64 || m.reps == 0 {
-        return Err(Failure::input(anyhow!(
-            "--max-bytes must be 64 or more and --reps at least 1"
-        )));
-    }
-    let dir = tempfile::tempdir()?;
-    let source = dir.path().join("calibrate.c");
-    std::fs::write(&source, gyr_sim::calibrate::PROGRAM)?;
-    let binary = dir.path().join("calibrate");
-    eprintln!("compiling the measuring program with {}", m.mpicc);
-    let status = std::process::Command::new(m.mpicc)
-        .args(["-O2", "-o"])
-        .arg(&binary)
-        .arg(&source)
-        .status()
-        .map_err(|e| {
-            Failure::input(anyhow!(
-                "cannot run {}: {e}; install Open MPI's compiler wrapper (Debian: libopenmpi-dev) or name yours with --mpicc",
-                m.mpicc
-            ))
-        })?;
-    if !status.success() {
-        return Err(Failure::from(anyhow!("{} failed ({status})", m.mpicc)));
-    }
-    eprintln!(
-        "measuring {} on 2 ranks: ping-pong and streaming up to {} bytes, {} repetitions each",
-        m.btl, m.max_bytes, m.reps
-    );
-    let output = mpirun_base(m.mpirun)
-        .args(["-np", "2"])
-        .args(btl_args(m.btl))
-        .arg(&binary)
-        .arg(m.max_bytes.to_string())
-        .arg(m.reps.to_string())
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| {
-            Failure::input(anyhow!(
-                "cannot run {}: {e}; install Open MPI (Debian: openmpi-bin) or name the launcher with --mpirun",
-                m.mpirun
-            ))
-        })?;
-    if !output.status.success() {
-        return Err(Failure::from(anyhow!(
-            "the measuring program failed under {} ({})",
-            m.mpirun,
-            output.status
-        )));
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
-    let measurements = gyr_sim::calibrate::parse(&text).map_err(|e| anyhow!("{e}"))?;
-    let eager = std::process::Command::new("ompi_info")
-        .args(["--parsable", "--level", "9", "--param", "btl", m.btl])
-        .output()
-        .ok()
-        .and_then(|o| {
-            gyr_sim::calibrate::eager_limit_from_ompi_info(
-                &String::from_utf8_lossy(&o.stdout),
-                m.btl,
-            )
-        });
-    let model = gyr_sim::calibrate::fit(&measurements, eager).map_err(|e| anyhow!("{e}"))?;
-    Ok((model, measurements, eager.is_some()))
-}
-
 fn describe(model: &LogGops) -> String {
     format!(
         "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes",
@@ -465,14 +357,19 @@ fn describe(model: &LogGops) -> String {
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
-    let btl = btl_name(&args.btl)?;
-    let (model, measurements, from_ompi_info) = measure(&Measure {
+    let btl = btl(&args.btl)?;
+    eprintln!(
+        "measuring {btl} on 2 ranks: ping-pong and streaming up to {} bytes, {} repetitions each",
+        args.max_bytes, args.reps
+    );
+    let (model, measurements, from_ompi_info) = mpi::measure(&mpi::Measure {
         btl,
         max_bytes: args.max_bytes,
         reps: args.reps,
         mpirun: &args.mpirun,
         mpicc: &args.mpicc,
-    })?;
+    })
+    .map_err(|e| Failure::input(anyhow!("{e}")))?;
     let network = Network::single(model);
     let toml = format!(
         "# gyr sim calibrate --btl {btl}: LogGOPS fitted to ping-pong and streaming on this machine\n\
@@ -512,7 +409,7 @@ fn traced_run(
 ) -> Result<Vec<PathBuf>, Failure> {
     let gyr = std::env::current_exe().context("cannot find the gyr binary itself")?;
     let pattern = dir.join(format!("{name}.%r.gyr"));
-    let launcher = mpirun_base(&args.mpirun);
+    let launcher = mpi::mpirun(&args.mpirun);
     eprintln!("running on {btl}: {} ranks", args.np);
     let status = std::process::Command::new(gyr)
         .args(["run", "--mpi", "--trace"])
@@ -521,7 +418,7 @@ fn traced_run(
         .arg(launcher.get_program())
         .args(launcher.get_args())
         .args(["-np", &args.np.to_string()])
-        .args(btl_args(btl))
+        .args(mpi::btl_args(btl))
         .args(&args.command)
         .stdout(std::process::Stdio::null())
         .status()?;
@@ -560,13 +457,15 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let network = match &args.network {
         Some(path) => read_network(path)?,
         None => {
-            let (model, _, _) = measure(&Measure {
+            eprintln!("measuring loopback TCP first (give --network to skip)");
+            let (model, _, _) = mpi::measure(&mpi::Measure {
                 btl: "tcp",
                 max_bytes: 4 << 20,
                 reps: 20,
                 mpirun: &args.mpirun,
                 mpicc: &args.mpicc,
-            })?;
+            })
+            .map_err(|e| Failure::input(anyhow!("{e}")))?;
             eprintln!("TCP model: {}", describe(&model));
             Network::single(model)
         }

@@ -6,12 +6,14 @@
 //! - [`collective`]: collectives expanded into the messages of their algorithms;
 //! - [`engine`]: the discrete-event replay, one logical process per rank;
 //! - [`trace`]: traced MPI runs (`gyr run --mpi`) turned into rank programs;
-//! - [`output`]: predicted timelines written as gyr traces.
+//! - [`output`]: predicted timelines written as gyr traces;
+//! - [`mpi`]: Open MPI jobs run for calibration and validation.
 
 pub mod calibrate;
 pub mod collective;
 pub mod engine;
 pub mod model;
+pub mod mpi;
 pub mod output;
 pub mod program;
 pub mod trace;

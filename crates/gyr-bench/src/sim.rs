@@ -1,0 +1,323 @@
+//! `gyr-bench sim`: trace-driven prediction (gyr-sim) and the MPI interposer.
+//!
+//! - `sim_events_per_s`: the replay's speed on a synthetic run (64 ranks, halo exchange on a
+//!   ring with an allreduce every 10 steps), best of 3;
+//! - `interposer_ns_per_call`: a 0-byte `MPI_Send`/`MPI_Recv` ping-pong on two ranks with
+//!   `libgyr_mpi.so` preloaded, against `uninstrumented_ns_per_call` without it in the same
+//!   run (round trip / 4: four calls on its critical path), and the sensor's own cost per event
+//!   (a call records three: begin, end, and its message);
+//! - prediction errors: each example of examples/mpi traced on shared memory, predicted on a
+//!   model calibrated here, and compared with the example run again on the same network
+//!   (`same_network`) and on loopback TCP (`across_networks`): whole-run error per example,
+//!   median and worst. Needs Open MPI (`mpicc`, `mpirun`); without it the errors are missing
+//!   and the JSON says why.
+
+use crate::ordering::{preload_lib, sensor_ns};
+use gyr_sim::{Channel, LogGops, Network, RankProgram, mpi};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A synthetic run: `ranks` on a ring, `steps` of two exchanges and 10 µs of computing, an
+/// allreduce every 10 steps.
+fn synthetic(ranks: u32, steps: u32) -> Vec<RankProgram> {
+    let members: Vec<u32> = (0..ranks).collect();
+    (0..ranks)
+        .map(|r| {
+            let mut p = RankProgram::new(r);
+            let ch = Channel::User { comm: 0, tag: 1 };
+            let (left, right) = ((r + ranks - 1) % ranks, (r + 1) % ranks);
+            for s in 0..steps {
+                p.compute(10_000);
+                p.sendrecv(right, 8192, left, ch);
+                p.sendrecv(left, 8192, right, ch);
+                if s % 10 == 9 {
+                    let part = gyr_sim::Part {
+                        kind: gyr_sim::Collective::Allreduce,
+                        comm: 0,
+                        members: &members,
+                        root: 0,
+                        seq: u64::from(s / 10),
+                        sent: 8,
+                        received: 8,
+                    };
+                    gyr_sim::collective::expand(&mut p, &part).expect("a member");
+                }
+            }
+            p
+        })
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// The replay's events per second, best of 3.
+fn replay_rate(quick: bool) -> (f64, u64) {
+    let programs = synthetic(64, if quick { 200 } else { 2000 });
+    let network = Network::single(LogGops::SHARED_MEMORY);
+    let mut best = 0.0f64;
+    let mut events = 0;
+    for _ in 0..3 {
+        let p = programs.clone();
+        let start = Instant::now();
+        let prediction = gyr_sim::simulate(p, &network).expect("a valid program");
+        let rate = prediction.events as f64 / start.elapsed().as_secs_f64();
+        events = prediction.events;
+        best = best.max(rate);
+    }
+    (best, events)
+}
+
+/// The examples measured: (name, source, compiler, arguments).
+fn examples(quick: bool) -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>)> {
+    let all = vec![
+        ("halo", "halo.c", "mpicc", vec!["200", "8192", "200000"]),
+        ("halo_f", "halo.f90", "mpif90", vec!["200", "1024"]),
+        (
+            "alltoall",
+            "alltoall.c",
+            "mpicc",
+            vec!["50", "16384", "500000"],
+        ),
+        (
+            "master_worker",
+            "master_worker.c",
+            "mpicc",
+            vec!["200", "100000"],
+        ),
+        (
+            "pipeline",
+            "pipeline.c",
+            "mpicc",
+            vec!["100", "65536", "300000"],
+        ),
+        (
+            "overlap",
+            "overlap.c",
+            "mpicc",
+            vec!["200", "32768", "300000"],
+        ),
+    ];
+    if quick {
+        all.into_iter()
+            .filter(|e| e.0 == "halo" || e.0 == "overlap")
+            .map(|(n, s, c, _)| (n, s, c, vec!["20"]))
+            .collect()
+    } else {
+        all
+    }
+}
+
+/// The whole run's time a set of traces measured, and what `network` predicts from `traced`.
+fn predict(traced: &[PathBuf], network: &Network) -> anyhow::Result<(u64, u64)> {
+    let loaded = gyr_sim::load(traced)?;
+    let measured = loaded
+        .ranks
+        .iter()
+        .map(|r| r.measured.span_ns)
+        .max()
+        .unwrap_or(0);
+    let programs = loaded.ranks.iter().map(|r| r.program.clone()).collect();
+    let p = gyr_sim::simulate(programs, network)?;
+    anyhow::ensure!(
+        p.unfinished.is_empty(),
+        "the replay could not finish: {:?}",
+        p.unfinished
+    );
+    Ok((measured, p.makespan_ns))
+}
+
+fn measured(traces: &[PathBuf]) -> anyhow::Result<u64> {
+    Ok(gyr_sim::load(traces)?
+        .ranks
+        .iter()
+        .map(|r| r.measured.span_ns)
+        .max()
+        .unwrap_or(0))
+}
+
+fn pct(predicted: u64, actual: u64) -> f64 {
+    (predicted as f64 - actual as f64) / actual.max(1) as f64 * 100.0
+}
+
+/// Per example: (name, same-network error %, across-networks error %), with the models.
+fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<(String, f64, f64)>, LogGops, LogGops)> {
+    let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so").ok_or_else(|| {
+        anyhow::anyhow!("libgyr_mpi.so not found: cargo build --release -p gyr-bench builds it, or set GYR_MPI_LIB")
+    })?;
+    let reps = if quick { 3 } else { 15 };
+    let measure = |btl| {
+        mpi::measure(&mpi::Measure {
+            btl,
+            max_bytes: if quick { 65536 } else { 4 << 20 },
+            reps,
+            mpirun: "mpirun",
+            mpicc: "mpicc",
+        })
+        .map(|m| m.0)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+    };
+    let shm = measure("vader")?;
+    let tcp = measure("tcp")?;
+    let dir = tempfile::tempdir()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mpi");
+    let mut out = Vec::new();
+    for (name, source, compiler, args) in examples(quick) {
+        let bin = match mpi::compile(compiler, &src.join(source), dir.path(), name) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("  {name}: skipped ({e})");
+                continue;
+            }
+        };
+        let mut program = vec![bin.into_os_string()];
+        program.extend(args.iter().map(std::ffi::OsString::from));
+        let run = |btl: &str, tag: &str| {
+            mpi::traced_run(
+                "mpirun",
+                &lib,
+                np,
+                btl,
+                dir.path(),
+                &format!("{name}-{tag}"),
+                &program,
+            )
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))
+        };
+        let traced = run("vader", "a")?;
+        let again = run("vader", "b")?;
+        let on_tcp = run("tcp", "c")?;
+        let (_, same_pred) = predict(&traced, &Network::single(shm))?;
+        let (_, tcp_pred) = predict(&traced, &Network::single(tcp))?;
+        let same = pct(same_pred, measured(&again)?);
+        let across = pct(tcp_pred, measured(&on_tcp)?);
+        eprintln!("  {name:<14} same network {same:+6.1} %   shared memory -> TCP {across:+6.1} %");
+        out.push((name.to_owned(), same, across));
+    }
+    Ok((out, shm, tcp))
+}
+
+/// The interposer: ns per call with and without the library (round trip / 4).
+fn interposer(quick: bool) -> anyhow::Result<(f64, f64)> {
+    let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so")
+        .ok_or_else(|| anyhow::anyhow!("libgyr_mpi.so not found"))?;
+    let dir = tempfile::tempdir()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gyr-interpose-mpi/bench/pingpong0.c");
+    let bin =
+        mpi::compile("mpicc", &src, dir.path(), "pingpong0").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let n = if quick { 20_000 } else { 200_000 };
+    let runs = if quick { 3 } else { 7 };
+    let once = |preload: bool| -> anyhow::Result<f64> {
+        let mut cmd = mpi::mpirun("mpirun");
+        cmd.args(["-np", "2"]).args(mpi::btl_args("vader"));
+        if preload {
+            cmd.args(["-x", "LD_PRELOAD", "-x", "GYR_TRACE"])
+                .env("LD_PRELOAD", &lib)
+                .env("GYR_TRACE", dir.path().join("pp.%r.gyr"));
+        } else {
+            cmd.env_remove("LD_PRELOAD");
+        }
+        let out = cmd.arg(&bin).arg(n.to_string()).output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "pingpong0 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = serde_json::from_str(line.trim())?;
+        Ok(v["ns_per_round_trip"].as_f64().unwrap_or(f64::NAN) / 4.0)
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        without.push(once(false)?);
+        with.push(once(true)?);
+    }
+    Ok((median(&mut with), median(&mut without)))
+}
+
+pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
+    println!("gyr-sim's replay, the MPI interposer, and predictions against measured runs");
+    let (rate, events) = replay_rate(quick);
+    println!(
+        "  replay: {:.2} M events/s ({events} events, 64 ranks; best of 3)",
+        rate / 1e6
+    );
+    let mut v = json!({
+        "bench": "sim",
+        "sim_events_per_s": rate.round(),
+        "sim_events": events,
+        "sim_events_target": 5e6,
+    });
+    match interposer(quick) {
+        Ok((with, without)) => {
+            let sensor = sensor_ns(if quick { 1_000_000 } else { 10_000_000 }, 3)?;
+            let added = with - without;
+            // A call records three events: its begin, its end, and its message.
+            let ratio = added / (3.0 * sensor);
+            println!(
+                "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without: {added:.0} ns added; sensor {sensor:.1} ns per event x 3 events per call: ratio {ratio:.2} (target <= 2)"
+            );
+            v["interposer_ns_per_call"] = json!((with * 100.0).round() / 100.0);
+            v["uninstrumented_ns_per_call"] = json!((without * 100.0).round() / 100.0);
+            v["interposer_ns_added_per_call"] = json!((added * 100.0).round() / 100.0);
+            v["sensor_ns_per_event"] = json!((sensor * 1000.0).round() / 1000.0);
+            v["events_per_call"] = json!(3);
+            v["ratio_interposer_vs_sensor"] = json!((ratio * 1000.0).round() / 1000.0);
+        }
+        Err(e) => {
+            println!("  interposer: not measured ({e})");
+            v["interposer_missing"] = json!(e.to_string());
+        }
+    }
+    let np = 2;
+    match errors(quick, np) {
+        Ok((per, shm, tcp)) => {
+            let mut same: Vec<f64> = per.iter().map(|e| e.1.abs()).collect();
+            let mut across: Vec<f64> = per.iter().map(|e| e.2.abs()).collect();
+            let mut all: Vec<f64> = same.iter().chain(&across).copied().collect();
+            let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+            let r1 = |x: f64| (x * 10.0).round() / 10.0;
+            v["ranks"] = json!(np);
+            v["error_pct"] = per
+                .iter()
+                .map(|(n, s, a)| {
+                    (
+                        n.clone(),
+                        json!({"same_network": r1(*s), "across_networks": r1(*a)}),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+            v["error_median_pct"] = json!(r1(median(&mut all)));
+            v["error_worst_pct"] = json!(r1(worst(&all)));
+            v["same_network_median_pct"] = json!(r1(median(&mut same)));
+            v["same_network_worst_pct"] = json!(r1(worst(&same)));
+            v["across_networks_median_pct"] = json!(r1(median(&mut across)));
+            v["across_networks_worst_pct"] = json!(r1(worst(&across)));
+            v["model_shm"] = json!(shm);
+            v["model_tcp"] = json!(tcp);
+        }
+        Err(e) => {
+            println!("  predictions: not measured ({e})");
+            v["errors_missing"] = json!(e.to_string());
+        }
+    }
+    let target = |k: &str, ok: fn(f64) -> bool| v.get(k).and_then(|x| x.as_f64()).map(ok);
+    v["targets"] = json!({
+        "sim_events_per_s>=5M": rate >= 5e6,
+        "error_median_pct<=5": target("error_median_pct", |x| x <= 5.0),
+        "error_worst_pct<=10": target("error_worst_pct", |x| x <= 10.0),
+        "interposer<=2x_sensor": target("ratio_interposer_vs_sensor", |x| x <= 2.0),
+    });
+    if json_out {
+        println!("{v}");
+    }
+    Ok(())
+}
