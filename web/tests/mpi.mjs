@@ -51,7 +51,9 @@ try {
 
   step('the matrix shows messages when asked');
   await page.selectOption('[data-testid="mpi-metric"]', 'messages');
-  await page.mouse.move(box.x + 34 + 80 * 2.5, box.y + 34 + 80 * 1.5);
+  await canvas.scrollIntoViewIfNeeded();
+  const box2 = await canvas.boundingBox();
+  await page.mouse.move(box2.x + 34 + 80 * 2.5, box2.y + 34 + 80 * 1.5);
   await page.waitForFunction(() => /rank 1 → rank 2/.test(document.querySelector('[data-testid="mpi-hover"]').textContent));
   await page.screenshot({ path: `${shots}/mpi-page.png`, fullPage: true });
   console.log('mpi: all checks passed');

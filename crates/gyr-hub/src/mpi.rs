@@ -46,28 +46,28 @@ use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Jobs kept; past it the job quiet the longest is forgotten.
-pub const MAX_JOBS: usize = 16;
+pub(crate) const MAX_JOBS: usize = 16;
 /// Ranks kept per job (each costs a few KiB besides its calls).
-pub const MAX_RANKS: usize = 4096;
+pub(crate) const MAX_RANKS: usize = 4096;
 /// Rank pairs kept per job in the communication matrix, and in each late-message table.
-pub const MAX_PAIRS: usize = 1 << 16;
+pub(crate) const MAX_PAIRS: usize = 1 << 16;
 /// Channels (sender, receiver, communicator, tag) with unmatched messages kept per job.
-pub const MAX_CHANNELS: usize = 1 << 16;
+pub(crate) const MAX_CHANNELS: usize = 1 << 16;
 /// Unmatched messages kept per channel; past it the oldest is dropped (and the channel's
 /// later matches may pair the wrong messages: counted in `dropped`).
-pub const MAX_PENDING: usize = 1024;
+pub(crate) const MAX_PENDING: usize = 1024;
 /// Call names kept per rank; further calls are summed under `other`.
-pub const MAX_CALLS: usize = 64;
+pub(crate) const MAX_CALLS: usize = 64;
 /// Receive requests posted and not yet completed kept per rank.
-pub const MAX_REQUESTS: usize = 1 << 14;
+pub(crate) const MAX_REQUESTS: usize = 1 << 14;
 /// Threads per rank whose open MPI call is kept.
-pub const MAX_THREADS: usize = 256;
+pub(crate) const MAX_THREADS: usize = 256;
 /// Late messages kept in the list of the latest.
-pub const RECENT: usize = 100;
+pub(crate) const RECENT: usize = 100;
 /// Bytes from which a blocking standard send is taken to use the rendezvous protocol (Open
 /// MPI's TCP eager limit): lower, and an eager send's wait for nobody is counted; higher, and
 /// a rendezvous send's wait is missed.
-pub const RENDEZVOUS_BYTES: u64 = 64 * 1024;
+pub(crate) const RENDEZVOUS_BYTES: u64 = 64 * 1024;
 /// Late-message pairs each table of a view lists, the longest waits first.
 const VIEW_PAIRS: usize = 200;
 
