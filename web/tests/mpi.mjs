@@ -43,8 +43,8 @@ try {
   await panel.scrollIntoViewIfNeeded();
   const canvas = page.locator('[data-testid="mpi-matrix"]');
   const box = await canvas.boundingBox();
-  // Row 0 (sender 0), column 1 (receiver 1): cells start 34 px in and are 80 px wide for 4 ranks.
-  await page.mouse.move(box.x + 34 + 80 * 1.5, box.y + 34 + 80 * 0.5);
+  // Row 0 (sender 0), column 1 (receiver 1): cells start 34 px in and are 70 px wide for 4 ranks.
+  await page.mouse.move(box.x + 34 + 70 * 1.5, box.y + 34 + 70 * 0.5);
   await page.waitForFunction(() => /rank 0 → rank 1: .*KB in .* messages/.test(document.querySelector('[data-testid="mpi-hover"]').textContent));
   step(`hover: ${await page.textContent('[data-testid="mpi-hover"]')}`);
   await panel.screenshot({ path: `${shots}/mpi-panel.png` });
@@ -53,7 +53,7 @@ try {
   await page.selectOption('[data-testid="mpi-metric"]', 'messages');
   await canvas.scrollIntoViewIfNeeded();
   const box2 = await canvas.boundingBox();
-  await page.mouse.move(box2.x + 34 + 80 * 2.5, box2.y + 34 + 80 * 1.5);
+  await page.mouse.move(box2.x + 34 + 70 * 2.5, box2.y + 34 + 70 * 1.5);
   await page.waitForFunction(() => /rank 1 → rank 2/.test(document.querySelector('[data-testid="mpi-hover"]').textContent));
   await page.screenshot({ path: `${shots}/mpi-page.png`, fullPage: true });
   console.log('mpi: all checks passed');

@@ -143,7 +143,7 @@ function matrix(v) {
   const metric = V.metric === 'messages' ? 'messages' : 'bytes';
   const max = Math.max(1, ...v.matrix.map((c) => c[metric]));
   const label = 34;
-  const size = 320;
+  const size = 280;
   const cell = Math.max(1, Math.floor(size / n));
   const side = label + cell * n;
   const dpr = devicePixelRatio || 1;
