@@ -20,11 +20,12 @@ import { objects } from './panels/objects.js';
 import { sensors } from './panels/sensors.js';
 import { threads } from './panels/threads.js';
 import { timeline } from './panels/timeline.js';
+import { mpi } from './panels/mpi.js';
 import { log } from './panels/log.js';
 import { toasts } from './panels/toasts.js';
 import './panels/cli.js';
 
-addPanels(replay, programs, program, timeline, charts, gauges, balance, objects, sensors, threads, log, toasts);
+addPanels(replay, programs, program, timeline, mpi, charts, gauges, balance, objects, sensors, threads, log, toasts);
 
 // The state, for the browser tests and `gyr-bench web`, which read it from the page.
 /** @type {any} */ (window).S = S;

@@ -774,3 +774,218 @@ kind: string,
  * The mutex, condition or thread concerned.
  */
 object: number, };
+
+/**
+ * `/api/mpi`: the live MPI views of the job a program is a rank of (`crate::mpi`): time in
+ * MPI per rank and call, the communication matrix, and late senders and late receivers.
+ * Times are seconds; `at_s` and `now_s` count from the job's first rank announcement, on the
+ * wall clock of the ranks' anchors.
+ */
+export type MpiView = { 
+/**
+ * The job's name, as its ranks announced it (`gyr.msg.rank`).
+ */
+job: string, 
+/**
+ * Its size, as announced.
+ */
+size: number, 
+/**
+ * The ranks seen, in rank order.
+ */
+ranks: Array<MpiRankView>, 
+/**
+ * Bytes and messages sent between ranks, per pair that communicated (point to point).
+ */
+matrix: Array<MpiCell>, 
+/**
+ * Late senders per pair (the receiver waited for the sender), the longest waits first.
+ */
+late_senders: Array<MpiLatePair>, 
+/**
+ * Late receivers per pair (a synchronous or rendezvous sender waited for the receive to
+ * be posted), the longest waits first.
+ */
+late_receivers: Array<MpiLatePair>, 
+/**
+ * The latest late messages, newest first.
+ */
+recent: Array<MpiLate>, 
+/**
+ * Messages matched with their receives.
+ */
+matched: number, 
+/**
+ * Sends and receives waiting for their other side now.
+ */
+unmatched: number, 
+/**
+ * Unmatched messages dropped to stay within the hub's bounds.
+ */
+dropped: number, 
+/**
+ * Rank pairs left out of the matrix or the tables to stay within the bounds.
+ */
+pairs_dropped: number, 
+/**
+ * Matched pairs whose receive completed before its send began: the ranks' clocks
+ * disagree (`gyr trace clock` corrects recordings).
+ */
+clock_violations: number, 
+/**
+ * Events left out past the bounds (ranks, open requests).
+ */
+ignored: number, 
+/**
+ * The latest event's time.
+ */
+now_s: number, };
+
+/**
+ * One rank of an [`MpiView`].
+ */
+export type MpiRankView = { 
+/**
+ * Its rank.
+ */
+rank: number, 
+/**
+ * The program.
+ */
+pid: number, 
+/**
+ * From its announcement to its latest event.
+ */
+elapsed_s: number, 
+/**
+ * Inside MPI calls (summed over its threads).
+ */
+in_mpi_s: number, 
+/**
+ * Outside them: `elapsed_s - in_mpi_s`, at least 0.
+ */
+outside_s: number, 
+/**
+ * Time per call, the longest first.
+ */
+calls: Array<MpiCallTime>, 
+/**
+ * Point-to-point bytes and messages sent and received.
+ */
+sent_bytes: number, 
+/**
+ * Messages sent.
+ */
+sent_messages: number, 
+/**
+ * Bytes received.
+ */
+received_bytes: number, 
+/**
+ * Messages received.
+ */
+received_messages: number, 
+/**
+ * Bytes contributed to and received from collectives.
+ */
+collective_bytes: number, };
+
+/**
+ * Time in one MPI call.
+ */
+export type MpiCallTime = { 
+/**
+ * The call (`MPI_Send`; `other`: calls past the hub's bound on names).
+ */
+call: string, 
+/**
+ * Calls completed.
+ */
+count: number, 
+/**
+ * Seconds in them.
+ */
+seconds: number, };
+
+/**
+ * One cell of the communication matrix.
+ */
+export type MpiCell = { 
+/**
+ * The sender's rank.
+ */
+from: number, 
+/**
+ * The receiver's rank.
+ */
+to: number, 
+/**
+ * Bytes sent.
+ */
+bytes: number, 
+/**
+ * Messages sent.
+ */
+messages: number, };
+
+/**
+ * Late messages of one kind between two ranks.
+ */
+export type MpiLatePair = { 
+/**
+ * The sender's rank.
+ */
+sender: number, 
+/**
+ * The receiver's rank.
+ */
+receiver: number, 
+/**
+ * How many.
+ */
+count: number, 
+/**
+ * Total wait, seconds.
+ */
+wait_s: number, };
+
+/**
+ * One late message.
+ */
+export type MpiLate = { 
+/**
+ * `late sender` or `late receiver`.
+ */
+kind: string, 
+/**
+ * The sender's rank.
+ */
+sender: number, 
+/**
+ * The receiver's rank.
+ */
+receiver: number, 
+/**
+ * The message's tag.
+ */
+tag: number, 
+/**
+ * Its communicator's id.
+ */
+comm: number, 
+/**
+ * Its bytes.
+ */
+bytes: number, 
+/**
+ * How long the receiver (late sender) or the sender (late receiver) waited.
+ */
+wait_s: number, 
+/**
+ * When the wait ended.
+ */
+at_s: number, 
+/**
+ * The call that waited: the receive's (`MPI_Recv`, `MPI_Wait`, ...) or `send`.
+ */
+call: string, };

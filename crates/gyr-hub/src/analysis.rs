@@ -178,6 +178,8 @@ pub(crate) struct TypeState {
     /// Whether the hub's rules watch this type, as of the rules' generation `rules_generation`.
     pub(crate) ruled: bool,
     pub(crate) rules_generation: u64,
+    /// Which event of the MPI views this type is, if one (`crate::mpi`).
+    pub(crate) mpi: Option<crate::mpi::Kind>,
 }
 
 /// The event type whose events feed the alerts panel.
@@ -238,6 +240,7 @@ impl TypeState {
             steer: schema.name == STEER_EVENT,
             ruled: false,
             rules_generation: 0,
+            mpi: crate::mpi::kind(&schema.name),
             schema,
             count: TypeCount::default(),
             series,

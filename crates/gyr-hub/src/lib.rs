@@ -12,6 +12,7 @@ mod analysis;
 mod heap;
 mod input;
 mod lifetimes;
+mod mpi;
 mod output;
 mod program;
 pub mod protocol;
@@ -163,6 +164,8 @@ pub(crate) struct Shared {
     pub(crate) hosts: web::AllowedHosts,
     /// The expert system, when a rules file was given.
     pub(crate) rules: Option<rules::Rules>,
+    /// The MPI views of every job (lock order: a program, then this).
+    pub(crate) mpi: Mutex<mpi::Mpi>,
 }
 
 impl Shared {
@@ -205,6 +208,25 @@ impl Shared {
         });
     }
 
+    /// Hands the MPI events `p` took in to the MPI views.
+    pub(crate) fn feed_mpi(&self, p: &mut program::Process) {
+        if p.mpi_out.is_empty() {
+            return;
+        }
+        let mut m = self.mpi.lock().unwrap_or_else(|e| e.into_inner());
+        for (thread, ts, e) in p.mpi_out.drain(..) {
+            m.take(p.pid, p.clock_zero_unix_ns, thread, ts, e);
+        }
+    }
+
+    /// The MPI view of the job program `pid` is a rank of.
+    pub(crate) fn mpi_view(&self, pid: u32) -> Option<protocol::MpiView> {
+        self.mpi
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .view_of(pid)
+    }
+
     pub(crate) fn clients(&self) -> MutexGuard<'_, HashMap<u32, ProgramClient>> {
         self.clients.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -227,6 +249,7 @@ impl Shared {
             self.watch_for_rules(p);
             let n = p.ingest_batch(&batch);
             self.feed_rules(p, true);
+            self.feed_mpi(p);
             self.outputs.forward(p, &batch);
             if let Some(s) = &self.store {
                 s.batch(p, p.schemas[known..].to_vec(), Arc::new(batch));
@@ -324,6 +347,7 @@ impl Hub {
             },
             hosts: web::AllowedHosts::new(addr, &config.allow_hosts),
             rules,
+            mpi: Mutex::new(mpi::Mpi::default()),
         });
         rules::Rules::start(&shared, runtime.handle().clone()).map_err(HubError::Runtime)?;
         if shared.replay.is_some() {
@@ -432,6 +456,12 @@ impl Hub {
             lost += s.dropped.load(std::sync::atomic::Ordering::Relaxed);
         }
         (received, lost)
+    }
+
+    /// The MPI view of the job program `pid` is a rank of, as `/api/mpi` serves it.
+    pub fn mpi_view(&self, pid: u32) -> Option<serde_json::Value> {
+        let v = self.shared.mpi_view(pid)?;
+        Some(serde_json::to_value(v).expect("page messages always serialize"))
     }
 
     /// Everything the hub knows, as the JSON a page gets when it connects.

@@ -119,7 +119,13 @@ pub(crate) struct Process {
     pub(crate) rules_out: Vec<(u32, u64, Vec<gyr_core::Value>)>,
     /// How many of `schemas` the rules have been given.
     pub(crate) rules_schemas: usize,
+    /// MPI events taken in and not yet handed to the MPI views: (thread, time, event); at
+    /// most [`MPI_OUT`].
+    pub(crate) mpi_out: Vec<(u64, u64, crate::mpi::Event)>,
 }
+
+/// MPI events a program keeps for the MPI views between two hand-overs (one a batch).
+const MPI_OUT: usize = 1 << 16;
 
 impl Process {
     pub(crate) fn new(
@@ -159,6 +165,7 @@ impl Process {
             rules_watch: None,
             rules_out: Vec::new(),
             rules_schemas: 0,
+            mpi_out: Vec::new(),
         }
     }
 
@@ -274,6 +281,13 @@ impl Process {
             && let Ok(values) = decode(&ts.schema, payload)
         {
             ts.take_text(&values, &self.scratch);
+        }
+        if let Some(k) = ts.mpi
+            && self.mpi_out.len() < MPI_OUT
+            && let Ok(values) = decode(&ts.schema, payload)
+            && let Some(e) = crate::mpi::event(k, &ts.schema, &values)
+        {
+            self.mpi_out.push((thread, h.timestamp, e));
         }
         if let Some(w) = &self.rules_watch {
             if ts.rules_generation != w.generation {

@@ -5,7 +5,8 @@
 //! (`TICK`, 40 ms): the points of the series that moved, every sixth tick also the programs'
 //! summaries, statistics and groups. The page sends [`PageRequest`]s: its buttons' messages
 //! and its command line as text, and gets one [`Reply`] each. `/api/access` answers
-//! [`AccessInfo`], `/api/state` a [`Snapshot`].
+//! [`AccessInfo`], `/api/state` a [`Snapshot`], `/api/timeline` a [`TimelineTile`] and
+//! `/api/mpi` an [`MpiView`].
 //!
 //! A series is named `PID/TYPE/FIELD`; a point is `[t, value]`, `t` in seconds of the
 //! program's clock (to the microsecond), the value exactly as the program gave it; rates go to
@@ -500,6 +501,138 @@ pub struct TimelineArrow {
     pub object: u64,
 }
 
+/// `/api/mpi`: the live MPI views of the job a program is a rank of (`crate::mpi`): time in
+/// MPI per rank and call, the communication matrix, and late senders and late receivers.
+/// Times are seconds; `at_s` and `now_s` count from the job's first rank announcement, on the
+/// wall clock of the ranks' anchors.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiView {
+    /// The job's name, as its ranks announced it (`gyr.msg.rank`).
+    pub job: String,
+    /// Its size, as announced.
+    pub size: u32,
+    /// The ranks seen, in rank order.
+    pub ranks: Vec<MpiRankView>,
+    /// Bytes and messages sent between ranks, per pair that communicated (point to point).
+    pub matrix: Vec<MpiCell>,
+    /// Late senders per pair (the receiver waited for the sender), the longest waits first.
+    pub late_senders: Vec<MpiLatePair>,
+    /// Late receivers per pair (a synchronous or rendezvous sender waited for the receive to
+    /// be posted), the longest waits first.
+    pub late_receivers: Vec<MpiLatePair>,
+    /// The latest late messages, newest first.
+    pub recent: Vec<MpiLate>,
+    /// Messages matched with their receives.
+    pub matched: u64,
+    /// Sends and receives waiting for their other side now.
+    pub unmatched: u64,
+    /// Unmatched messages dropped to stay within the hub's bounds.
+    pub dropped: u64,
+    /// Rank pairs left out of the matrix or the tables to stay within the bounds.
+    pub pairs_dropped: u64,
+    /// Matched pairs whose receive completed before its send began: the ranks' clocks
+    /// disagree (`gyr trace clock` corrects recordings).
+    pub clock_violations: u64,
+    /// Events left out past the bounds (ranks, open requests).
+    pub ignored: u64,
+    /// The latest event's time.
+    pub now_s: f64,
+}
+
+/// One rank of an [`MpiView`].
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiRankView {
+    /// Its rank.
+    pub rank: u32,
+    /// The program.
+    pub pid: u32,
+    /// From its announcement to its latest event.
+    pub elapsed_s: f64,
+    /// Inside MPI calls (summed over its threads).
+    pub in_mpi_s: f64,
+    /// Outside them: `elapsed_s - in_mpi_s`, at least 0.
+    pub outside_s: f64,
+    /// Time per call, the longest first.
+    pub calls: Vec<MpiCallTime>,
+    /// Point-to-point bytes and messages sent and received.
+    pub sent_bytes: u64,
+    /// Messages sent.
+    pub sent_messages: u64,
+    /// Bytes received.
+    pub received_bytes: u64,
+    /// Messages received.
+    pub received_messages: u64,
+    /// Bytes contributed to and received from collectives.
+    pub collective_bytes: u64,
+}
+
+/// Time in one MPI call.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiCallTime {
+    /// The call (`MPI_Send`; `other`: calls past the hub's bound on names).
+    pub call: String,
+    /// Calls completed.
+    pub count: u64,
+    /// Seconds in them.
+    pub seconds: f64,
+}
+
+/// One cell of the communication matrix.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiCell {
+    /// The sender's rank.
+    pub from: u32,
+    /// The receiver's rank.
+    pub to: u32,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Messages sent.
+    pub messages: u64,
+}
+
+/// Late messages of one kind between two ranks.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiLatePair {
+    /// The sender's rank.
+    pub sender: u32,
+    /// The receiver's rank.
+    pub receiver: u32,
+    /// How many.
+    pub count: u64,
+    /// Total wait, seconds.
+    pub wait_s: f64,
+}
+
+/// One late message.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MpiLate {
+    /// `late sender` or `late receiver`.
+    pub kind: String,
+    /// The sender's rank.
+    pub sender: u32,
+    /// The receiver's rank.
+    pub receiver: u32,
+    /// The message's tag.
+    pub tag: i32,
+    /// Its communicator's id.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub comm: u64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// How long the receiver (late sender) or the sender (late receiver) waited.
+    pub wait_s: f64,
+    /// When the wait ended.
+    pub at_s: f64,
+    /// The call that waited: the receive's (`MPI_Recv`, `MPI_Wait`, ...) or `send`.
+    pub call: String,
+}
+
 /// `/api/access`: whether the hub asks for a token, and what the given one allows.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -647,6 +780,12 @@ mod tests {
             (TimelineTile::docs(), TimelineTile::decl(&cfg)),
             (TimelineRow::docs(), TimelineRow::decl(&cfg)),
             (TimelineArrow::docs(), TimelineArrow::decl(&cfg)),
+            (MpiView::docs(), MpiView::decl(&cfg)),
+            (MpiRankView::docs(), MpiRankView::decl(&cfg)),
+            (MpiCallTime::docs(), MpiCallTime::decl(&cfg)),
+            (MpiCell::docs(), MpiCell::decl(&cfg)),
+            (MpiLatePair::docs(), MpiLatePair::decl(&cfg)),
+            (MpiLate::docs(), MpiLate::decl(&cfg)),
         ];
         let mut out = String::from(
             "// The page protocol's types, generated from crates/gyr-hub/src/protocol.rs by its test\n\

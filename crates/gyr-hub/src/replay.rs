@@ -325,6 +325,7 @@ fn feed(shared: &Shared, replay: &Replay, f: &File, generation: u64) -> Fed {
             shared.watch_for_rules(p);
             p.ingest_record(thread, header, payload);
             shared.feed_rules(p, waited);
+            shared.feed_mpi(p);
         });
         Ok::<(), Fed>(())
     };

@@ -51,6 +51,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/access", get(access))
         .route("/api/state", get(state))
         .route("/api/timeline", get(timeline))
+        .route("/api/mpi", get(mpi))
         .route("/ws", get(ws))
         .route(
             "/{*path}",
@@ -331,6 +332,35 @@ async fn timeline(State(shared): State<Arc<Shared>>, Query(q): Query<TimelineQue
             StatusCode::NOT_FOUND,
             format!(
                 "no program {} at this hub: `gyr ps` lists the programs",
+                q.pid
+            ),
+        )
+            .into_response(),
+    }
+}
+
+/// `/api/mpi`'s query: a program that is a rank of the job.
+#[derive(Debug, serde::Deserialize)]
+struct MpiQuery {
+    token: Option<String>,
+    pid: u32,
+}
+
+/// The MPI views of the job program `pid` is a rank of (bounded as `crate::mpi` says).
+async fn mpi(State(shared): State<Arc<Shared>>, Query(q): Query<MpiQuery>) -> Response {
+    if shared.access.check(q.token.as_deref()).is_none() {
+        return refuse(&shared, q.token.as_deref());
+    }
+    match shared.mpi_view(q.pid) {
+        Some(v) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string(&v).expect("page messages always serialize"),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!(
+                "program {} is no rank of an MPI job: ranks announce themselves with gyr.msg.rank (gyr::msg::init, or gyr run --mpi)",
                 q.pid
             ),
         )

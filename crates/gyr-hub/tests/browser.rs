@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::Program;
+use common::{Program, ranks};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -175,6 +175,55 @@ fn the_life_time_view_shows_who_waits_for_whom() {
             "lifetimes-zoomed.png",
             "lifetimes-canvas.png",
         ],
+    );
+}
+
+/// The MPI panel in the browser: `web/tests/mpi.mjs` against a hub to which a four-rank ring
+/// job publishes (`common/ranks.rs`).
+#[test]
+fn the_mpi_panel_shows_a_jobs_times_matrix_and_late_messages() {
+    if let Some(r) = ranks::child() {
+        ranks::run(r);
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "the browser tests need Chromium at {chromium} (Debian: apt-get install chromium; scripts/test installs it), or CHROMIUM=/path/to/it"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: Some("127.0.0.1:0".parse().unwrap()),
+        socket_dir: dir.path().to_owned(),
+        discover: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let programs = ranks::start(
+        "the_mpi_panel_shows_a_jobs_times_matrix_and_late_messages",
+        hub.grpc_addr().unwrap(),
+        dir.path(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !programs.iter().all(|p| {
+        hub.programs()
+            .iter()
+            .any(|(pid, alive, _)| *pid == p.0.id() && *alive)
+    }) {
+        assert!(Instant::now() < deadline, "the ranks did not reach the hub");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ranks::go(dir.path());
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    browser_checks(
+        &chromium,
+        "mpi.mjs",
+        &[
+            format!("http://{}/", hub.addr()),
+            programs[1].0.id().to_string(),
+        ],
+        &shots,
+        &["mpi-panel.png", "mpi-page.png"],
     );
 }
 

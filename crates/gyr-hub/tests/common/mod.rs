@@ -2,6 +2,8 @@
 //! WebSocket, plain HTTP.
 #![allow(dead_code)]
 
+pub(crate) mod ranks;
+
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::process::Child;
