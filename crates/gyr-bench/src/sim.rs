@@ -147,8 +147,11 @@ fn pct(predicted: u64, actual: u64) -> f64 {
     (predicted as f64 - actual as f64) / actual.max(1) as f64 * 100.0
 }
 
-/// Per example: (name, same-network error %, across-networks error %), with the models.
-fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<(String, f64, f64)>, LogGops, LogGops)> {
+/// An example's whole-run error: (name, same network %, shared memory to TCP %).
+type ExampleError = (String, f64, f64);
+
+/// Per example its errors, with the models (shared memory, TCP).
+fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<ExampleError>, LogGops, LogGops)> {
     let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so").ok_or_else(|| {
         anyhow::anyhow!("libgyr_mpi.so not found: cargo build --release -p gyr-bench builds it, or set GYR_MPI_LIB")
     })?;
