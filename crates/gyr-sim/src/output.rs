@@ -1,5 +1,6 @@
-//! Predicted timelines written as gyr traces, so that every tool that reads a measured run
-//! (`gyr trace view`, `stats`, `export`) shows the prediction beside it.
+//! Predicted timelines written as gyr traces, so that the tools that read a measured run
+//! (`gyr trace export`, `dump`, `stats`) read the prediction too, and an export of both shows
+//! them one above the other.
 //!
 //! A predicted rank's file holds `gyr.msg.rank` and the `gyr.mpi.begin` / `gyr.mpi.end` of
 //! each call at its predicted time, on the measured rank's clock (the replay's zero is the end
