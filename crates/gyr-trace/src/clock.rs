@@ -888,8 +888,9 @@ pub fn estimate_files(
 /// drifts fixed, each message gives a difference constraint between two offsets (the receiver's
 /// corrected receive at least `min_latency` after the sender's corrected send), and the
 /// strongest constraint of a pair and direction lies on a vertex of the hull already kept for
-/// it. Bellman–Ford's relaxation moves a receiver's offset later just enough, round after round
-/// (at most one per process), then the reference is put back where it was. When the
+/// it. Bellman–Ford's relaxation moves a receiver's offset later just enough (or, for a message
+/// to the reference, its sender's earlier), round after round (at most one per process), and
+/// the reference is put back where it was should it have moved. When the
 /// constraints have no solution with these drifts (a cycle of them), what remains is reported as
 /// violations after.
 fn repair_offsets(
@@ -932,7 +933,12 @@ fn repair_offsets(
         for &(from, to, c) in &constraints {
             let gap = clocks[to].offset_ns - clocks[from].offset_ns;
             if gap < c {
-                clocks[to].offset_ns += c - gap;
+                // The reference stays: a message into it moves its sender earlier instead.
+                if to == reference {
+                    clocks[from].offset_ns -= c - gap;
+                } else {
+                    clocks[to].offset_ns += c - gap;
+                }
                 moved = true;
             }
         }
@@ -1303,5 +1309,52 @@ mod tests {
         };
         assert_eq!(c.map(0), i64::MIN);
         assert_eq!(ClockCorrection::default().map(3, 5), 5);
+    }
+
+    /// Offsets at `a`, no drift, for three processes.
+    fn offsets(a: [f64; 3]) -> Vec<LinearClock> {
+        a.iter()
+            .map(|&o| LinearClock {
+                offset_ns: o,
+                ..LinearClock::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repair_moves_a_receiver_that_the_tree_left_too_early() {
+        // 0 → 2: sent at 1000 on 0's clock, received at 1010 on 2's. The tree put 2 at −50,
+        // which would receive it at 960, before its send: 2 must move to −10 at least.
+        let mut pairs = BTreeMap::new();
+        let (mut above, below) = (Hull::upper(), Hull::lower());
+        above.add(1010, 1000 - 1010);
+        pairs.insert((0, 2), (above, below));
+        let mut clocks = offsets([0.0, 7.0, -50.0]);
+        repair_offsets(&mut clocks, &mut pairs, &[true; 3], 0, 0);
+        assert_eq!(clocks[0].offset_ns, 0.0, "the reference stays");
+        assert_eq!(
+            clocks[1].offset_ns, 7.0,
+            "a process without the violation stays"
+        );
+        assert_eq!(clocks[2].offset_ns, -10.0);
+    }
+
+    #[test]
+    fn repair_keeps_the_reference_where_it_was() {
+        // 2 → 0: sent at 500 on 2's clock, received at 505 on 0's. With 2 at +20, the receive
+        // (505) comes before the send (520): the reference stays, the sender moves earlier.
+        let mut pairs = BTreeMap::new();
+        let (above, mut below) = (Hull::upper(), Hull::lower());
+        below.add(500, 505 - 500);
+        pairs.insert((0, 2), (above, below));
+        let mut clocks = offsets([0.0, 3.0, 20.0]);
+        repair_offsets(&mut clocks, &mut pairs, &[true; 3], 0, 1);
+        assert_eq!(clocks[0].offset_ns, 0.0);
+        // 505 ≥ 500 + a₂ + 1: a₂ ≤ 4.
+        assert_eq!(clocks[2].offset_ns, 4.0);
+        assert_eq!(
+            clocks[1].offset_ns, 3.0,
+            "a process without the violation stays"
+        );
     }
 }
