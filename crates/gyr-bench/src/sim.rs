@@ -12,6 +12,7 @@
 //!   median and worst. Needs Open MPI (`mpicc`, `mpirun`); without it the errors are missing
 //!   and the JSON says why.
 
+use crate::figures::{median, r3};
 use crate::ordering::{preload_lib, sensor_ns};
 use gyr_sim::{Channel, LogGops, Network, RankProgram, mpi};
 use serde_json::json;
@@ -47,15 +48,6 @@ fn synthetic(ranks: u32, steps: u32) -> Vec<RankProgram> {
             p
         })
         .collect()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        f64::NAN
-    } else {
-        v[v.len() / 2]
-    }
 }
 
 /// The replay's events per second, best of 3.
@@ -270,9 +262,9 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
             v["interposer_ns_per_call"] = json!((with * 100.0).round() / 100.0);
             v["uninstrumented_ns_per_call"] = json!((without * 100.0).round() / 100.0);
             v["interposer_ns_added_per_call"] = json!((added * 100.0).round() / 100.0);
-            v["sensor_ns_per_event"] = json!((sensor * 1000.0).round() / 1000.0);
+            v["sensor_ns_per_event"] = json!(r3(sensor));
             v["events_per_call"] = json!(3);
-            v["ratio_interposer_vs_sensor"] = json!((ratio * 1000.0).round() / 1000.0);
+            v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
         }
         Err(e) => {
             println!("  interposer: not measured ({e})");
