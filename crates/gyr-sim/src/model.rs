@@ -48,7 +48,7 @@ impl LogGops {
         g: 100.0,
         gap_per_byte: 0.1,
         overhead_per_byte: 0.05,
-        eager_limit: 4096,
+        eager_limit: 4096 - crate::calibrate::OB1_HEADER,
     };
 
     /// Open MPI over loopback TCP, roughly (see [`LogGops::SHARED_MEMORY`]).
@@ -58,7 +58,7 @@ impl LogGops {
         g: 1_000.0,
         gap_per_byte: 0.4,
         overhead_per_byte: 0.1,
-        eager_limit: 65_536,
+        eager_limit: 65_536 - crate::calibrate::OB1_HEADER,
     };
 
     /// The checks a user's parameters must pass: finite and not negative.
