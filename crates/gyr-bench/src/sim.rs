@@ -135,6 +135,15 @@ fn measured(traces: &[PathBuf]) -> anyhow::Result<u64> {
         .unwrap_or(0))
 }
 
+/// A calibrated path's LogGOPS line, with how many sizes it measured (not the sizes).
+fn line(path: &LogGops) -> serde_json::Value {
+    let mut line = path.clone();
+    let sizes = std::mem::take(&mut line.measured).len();
+    let mut v = json!(line);
+    v["measured_sizes"] = json!(sizes);
+    v
+}
+
 fn pct(predicted: u64, actual: u64) -> f64 {
     (predicted as f64 - actual as f64) / actual.max(1) as f64 * 100.0
 }
@@ -189,8 +198,8 @@ fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<ExampleError>, LogGops, L
         let traced = run("vader", "a")?;
         let again = run("vader", "b")?;
         let on_tcp = run("tcp", "c")?;
-        let (_, same_pred) = predict(&traced, &Network::single(shm))?;
-        let (_, tcp_pred) = predict(&traced, &Network::single(tcp))?;
+        let (_, same_pred) = predict(&traced, &Network::single(shm.clone()))?;
+        let (_, tcp_pred) = predict(&traced, &Network::single(tcp.clone()))?;
         let same = pct(same_pred, measured(&again)?);
         let across = pct(tcp_pred, measured(&on_tcp)?);
         eprintln!("  {name:<14} same network {same:+6.1} %   shared memory -> TCP {across:+6.1} %");
@@ -296,8 +305,8 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
             v["same_network_worst_pct"] = json!(r1(worst(&same)));
             v["across_networks_median_pct"] = json!(r1(median(&mut across)));
             v["across_networks_worst_pct"] = json!(r1(worst(&across)));
-            v["model_shm"] = json!(shm);
-            v["model_tcp"] = json!(tcp);
+            v["model_shm"] = line(&shm);
+            v["model_tcp"] = line(&tcp);
         }
         Err(e) => {
             println!("  predictions: not measured ({e})");

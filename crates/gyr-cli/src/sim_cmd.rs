@@ -157,7 +157,7 @@ fn apply_sets(network: &mut Network, sets: &[String]) -> Result<(), Failure> {
     for s in sets {
         let bad = |why: &str| {
             Failure::input(anyhow!(
-                "--set {s}: {why}; write KEY=VALUE with KEY one of L, o, g, G, O, S (optionally \
+                "--set {s}: {why}; write KEY=VALUE with KEY one of L, o, g, G, O, S, C (optionally \
                  intra. or inter. before it) or ranks_per_node"
             ))
         };
@@ -187,7 +187,16 @@ fn apply_sets(network: &mut Network, sets: &[String]) -> Result<(), Failure> {
                 "G" => p.gap_per_byte = value,
                 "O" => p.overhead_per_byte = value,
                 "S" => p.eager_limit = value as u64,
+                "C" => p.connect_ns = value,
                 _ => return Err(bad("unknown parameter")),
+            }
+            // The measured sizes would hide a change of the line's L, o, G or O.
+            if matches!(name, "L" | "o" | "G" | "O") && !p.measured.is_empty() {
+                p.measured.clear();
+                eprintln!(
+                    "note: --set {key}: the sizes the calibration measured are set aside, so the \
+                     prediction follows the LogGOPS line (L, o, g, G, O, S) alone"
+                );
             }
         }
     }
@@ -341,7 +350,7 @@ fn predict(args: PredictArgs) -> Result<ExitCode, Failure> {
 
 fn describe(model: &LogGops) -> String {
     format!(
-        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes",
+        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes, C = {:.0} ns",
         model.latency,
         model.o,
         model.g,
@@ -352,8 +361,18 @@ fn describe(model: &LogGops) -> String {
             f64::INFINITY
         },
         model.overhead_per_byte,
-        model.eager_limit
-    )
+        model.eager_limit,
+        model.connect_ns
+    ) + match (model.measured.first(), model.measured.last()) {
+        (Some(a), Some(b)) => format!(
+            "; {} sizes measured ({} to {} bytes) give the times between them",
+            model.measured.len(),
+            a.bytes,
+            b.bytes
+        ),
+        _ => String::new(),
+    }
+    .as_str()
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
@@ -370,12 +389,14 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
         mpicc: &args.mpicc,
     })
     .map_err(|e| Failure::input(anyhow!("{e}")))?;
-    let network = Network::single(model);
+    let network = Network::single(model.clone());
     let toml = format!(
         "# gyr sim calibrate --btl {btl}: LogGOPS fitted to ping-pong and streaming on this machine\n\
-         # (L, o, g in ns; G, O in ns per byte; S in bytes; eager limit {}).\n{}",
+         # (L, o, g, C in ns; G, O in ns per byte; S in bytes; eager limit {}).\n\
+         # The measured sizes (bytes, the send call's ns, half the round trip's ns) give the\n\
+         # times between them; the line, beyond them.\n{}",
         if from_ompi_info {
-            "bounded by ompi_info"
+            "ompi_info's, less ob1's header"
         } else {
             "found in the measurements"
         },

@@ -13,9 +13,11 @@
 //! - `G + O`: the slope of the half round trip over large messages (slopes are Theil–Sen
 //!   estimates: medians of the slopes between every two sizes, robust to a noisy size); `O` the slope of the send
 //!   call's time over eager sizes, `G` the rest;
-//! - `g`: the stream's per-message time for one-byte messages.
+//! - `g`: the stream's per-message time for one-byte messages;
+//! - `C`: the first round trip between the two ranks less the second: what a transport that
+//!   connects on first use (Open MPI's `tcp`) costs the first message between two ranks.
 
-use crate::model::LogGops;
+use crate::model::{LogGops, SizePoint};
 use serde::Serialize;
 
 /// The measuring program's C source.
@@ -48,6 +50,8 @@ pub struct Measurements {
     pub ping_pong: Vec<PingPong>,
     /// Stream, by size.
     pub stream: Vec<Stream>,
+    /// The first message's extra time, ns (once: a connection is made once).
+    pub connect_ns: Option<f64>,
 }
 
 /// Reads the measuring program's output; lines it does not know are errors, with their number.
@@ -73,6 +77,7 @@ pub fn parse(text: &str) -> Result<Measurements, String> {
                 bytes: num(1)? as u64,
                 per_message_ns: num(2)?,
             }),
+            Some(&"connect") if f.len() == 2 => m.connect_ns = Some(num(1)?),
             _ => return Err(bad()),
         }
     }
@@ -120,6 +125,7 @@ pub const OB1_HEADER: u64 = 56;
 pub fn fit(m: &Measurements, eager_limit: Option<u64>) -> Result<LogGops, String> {
     let mut pp = m.ping_pong.clone();
     pp.sort_by_key(|p| p.bytes);
+    pp.dedup_by_key(|p| p.bytes);
     if pp.len() < 4 {
         return Err(format!(
             "{} ping-pong sizes measured; at least 4 are needed",
@@ -190,6 +196,15 @@ pub fn fit(m: &Measurements, eager_limit: Option<u64>) -> Result<LogGops, String
         gap_per_byte: per_byte - overhead_per_byte,
         overhead_per_byte,
         eager_limit,
+        connect_ns: m.connect_ns.unwrap_or(0.0),
+        measured: pp
+            .iter()
+            .map(|p| SizePoint {
+                bytes: p.bytes,
+                send_ns: p.send_ns,
+                half_round_trip_ns: p.half_round_trip_ns,
+            })
+            .collect(),
     };
     model.validate()?;
     Ok(model)
@@ -210,7 +225,7 @@ mod tests {
 
     /// Measurements made by the model itself: the fit must give its parameters back.
     fn synthetic(p: &LogGops) -> String {
-        let mut out = String::new();
+        let mut out = format!("connect {:.1}\n", p.connect_ns);
         let mut bytes = 1u64;
         while bytes <= 4 << 20 {
             let extra = (bytes - 1) as f64;
@@ -238,6 +253,8 @@ mod tests {
             gap_per_byte: 0.35,
             overhead_per_byte: 0.05,
             eager_limit: 65536,
+            connect_ns: 9_000_000.0,
+            measured: Vec::new(),
         };
         let m = parse(&synthetic(&truth)).unwrap();
         let got = fit(&m, None).unwrap();
@@ -245,6 +262,7 @@ mod tests {
         assert!((got.o - truth.o).abs() < 1.0, "{got:?}");
         assert!((got.latency - truth.latency).abs() < 2.0, "{got:?}");
         assert!((got.g - truth.g).abs() < 1.0, "{got:?}");
+        assert_eq!(got.connect_ns, truth.connect_ns);
         assert!(
             (got.gap_per_byte - truth.gap_per_byte).abs() < 0.01,
             "{got:?}"

@@ -101,7 +101,7 @@ pub struct Prediction {
 /// Replays `programs` on `network`.
 pub fn simulate(programs: Vec<RankProgram>, network: &Network) -> Result<Prediction, SimError> {
     network.validate().map_err(SimError::Model)?;
-    Sim::new(programs, *network)?.run()
+    Sim::new(programs, network.clone())?.run()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +185,8 @@ struct Sim {
     /// Per node: when its network interface can send, and receive, the next message.
     node_tx: HashMap<u32, u64>,
     node_rx: HashMap<u32, u64>,
+    /// Pairs of LPs (lower first) a message has connected.
+    connected: foldhash::HashSet<(usize, usize)>,
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     slots: Vec<Option<Ev>>,
     free_slots: Vec<usize>,
@@ -258,6 +260,7 @@ impl Sim {
             network,
             node_tx: HashMap::default(),
             node_rx: HashMap::default(),
+            connected: Default::default(),
             queue: BinaryHeap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -269,6 +272,11 @@ impl Sim {
 
     fn rank(&self, lp: usize) -> u32 {
         self.lps[lp].prog.rank
+    }
+
+    /// The path between two LPs.
+    fn path(&self, src: usize, dst: usize) -> &crate::model::LogGops {
+        self.network.path(self.rank(src), self.rank(dst))
     }
 
     fn at(&mut self, time: u64, ev: Ev) {
@@ -320,7 +328,7 @@ impl Sim {
                 bytes,
             } => {
                 let (start, done) = self.transmit(src, dst, now, bytes);
-                let path = *self.network.path(self.rank(src), self.rank(dst));
+                let flight = self.path(src, dst).flight(bytes);
                 self.at(
                     done,
                     Ev::Done {
@@ -329,7 +337,7 @@ impl Sim {
                     },
                 );
                 self.at(
-                    start + path.flight(bytes),
+                    start + flight,
                     Ev::Data {
                         src,
                         dst,
@@ -345,9 +353,9 @@ impl Sim {
                 bytes,
             } => {
                 let at = self.take_interface_in(src, dst, now, bytes);
-                let path = *self.network.path(self.rank(src), self.rank(dst));
+                let cpu = self.path(src, dst).cpu(bytes);
                 self.at(
-                    at + path.cpu(bytes),
+                    at + cpu,
                     Ev::Done {
                         lp: dst,
                         req: recv_req,
@@ -462,8 +470,8 @@ impl Sim {
     /// starts to leave and when the sender's processor is done with it.
     fn transmit(&mut self, src: usize, dst: usize, now: u64, bytes: u64) -> (u64, u64) {
         let (a, b) = (self.rank(src), self.rank(dst));
-        let path = *self.network.path(a, b);
-        let busy = path.interface(bytes);
+        let path = self.network.path(a, b);
+        let (busy, cpu) = (path.interface(bytes), path.cpu(bytes));
         let mut start = now.max(self.lps[src].tx_free);
         let crosses = self.network.node(a) != self.network.node(b);
         if crosses {
@@ -474,7 +482,7 @@ impl Sim {
         }
         self.lps[src].tx_free = start + busy;
         self.messages += 1;
-        (start, start + path.cpu(bytes))
+        (start, start + cpu)
     }
 
     /// When a message of `bytes` reaching `dst` at `now` is in: later if the receiving node's
@@ -484,10 +492,10 @@ impl Sim {
         if self.network.node(a) == self.network.node(b) {
             return now;
         }
-        let path = *self.network.path(a, b);
+        let busy = self.network.path(a, b).interface(bytes);
         let free = self.node_rx.entry(self.network.node(b)).or_insert(0);
         let at = now.max(*free);
-        *free = at + path.interface(bytes);
+        *free = at + busy;
         at
     }
 
@@ -501,15 +509,23 @@ impl Sim {
         channel: Channel,
         bytes: u64,
     ) -> u64 {
-        let path = *self.network.path(self.rank(lp), self.rank(dst));
-        if path.rendezvous(bytes) {
+        let path = self.path(lp, dst);
+        let (flight, control, connect) = (path.flight(bytes), path.control(), path.connect());
+        let (rendezvous, o) = (path.rendezvous(bytes), path.o.round().max(0.0) as u64);
+        // The first message between two ranks connects them, at its sender's cost.
+        let now = if connect > 0 && self.connected.insert((lp.min(dst), lp.max(dst))) {
+            now + connect
+        } else {
+            now
+        };
+        if rendezvous {
             // Only the request to send leaves now; the data waits for the clear to send.
-            let t = now + path.o.round().max(0.0) as u64;
+            let t = now + o;
             self.lps[lp].clock = t;
             self.lps[lp].reqs[req as usize] = PENDING;
             self.messages += 1;
             self.at(
-                now + path.control(),
+                now + control,
                 Ev::Arrive {
                     src: lp,
                     dst,
@@ -525,7 +541,7 @@ impl Sim {
             // An eager send is complete once the data is copied out.
             self.lps[lp].reqs[req as usize] = done;
             self.at(
-                start + path.flight(bytes),
+                start + flight,
                 Ev::Arrive {
                     src: lp,
                     dst,
@@ -581,11 +597,12 @@ impl Sim {
 
     /// A message and its receive met at `at`.
     fn matched(&mut self, src: usize, dst: usize, req: ReqId, at: u64, bytes: u64, kind: Kind) {
-        let path = *self.network.path(self.rank(src), self.rank(dst));
+        let path = self.path(src, dst);
+        let (cpu, control) = (path.cpu(bytes), path.control());
         match kind {
-            Kind::Eager => self.at(at + path.cpu(bytes), Ev::Done { lp: dst, req }),
+            Kind::Eager => self.at(at + cpu, Ev::Done { lp: dst, req }),
             Kind::RequestToSend(send_req) => self.at(
-                at + path.control(),
+                at + control,
                 Ev::ClearToSend {
                     src,
                     send_req,
@@ -767,6 +784,8 @@ mod tests {
             gap_per_byte: 1.0,
             overhead_per_byte: 0.0,
             eager_limit: 1000,
+            connect_ns: 0.0,
+            measured: Vec::new(),
         })
     }
 
@@ -894,6 +913,23 @@ mod tests {
         assert_eq!(p.unfinished.len(), 1);
         assert_eq!(p.unfinished[0].rank, 0);
         assert_eq!(p.unfinished[0].waiting_for, "a message from rank 1");
+    }
+
+    #[test]
+    fn the_first_message_between_two_ranks_connects_them() {
+        let mut network = net();
+        network.intra.connect_ns = 10_000.0;
+        // As in the eager ping-pong by hand, but the first send starts at C = 10 000 and the
+        // reply, on the same connection, pays nothing more.
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 101);
+        a.recv(1, CH);
+        let mut b = RankProgram::new(1);
+        b.recv(0, CH);
+        b.send(0, CH, 101);
+        let p = simulate(vec![a, b], &network).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 12_600);
+        assert_eq!(p.ranks[1].end_ns, 11_400);
     }
 
     #[test]

@@ -20,6 +20,6 @@ pub mod trace;
 
 pub use collective::{Collective, CollectiveError, Part};
 pub use engine::{CallSpan, Prediction, RankPrediction, SimError, Unfinished, simulate};
-pub use model::{LogGops, Network};
+pub use model::{LogGops, Network, SizePoint};
 pub use program::{Channel, Op, RankProgram, ReqId};
 pub use trace::{LoadError, Loaded, Measured, RankTrace, load};

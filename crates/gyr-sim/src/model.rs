@@ -8,17 +8,39 @@
 //! - `g`: the gap between two messages leaving (or entering) one network interface, and `G`
 //!   per byte on top;
 //! - `S`: the eager limit: a message above it is sent by rendezvous (a request to send, a clear
-//!   to send back once the receive is posted, then the data).
+//!   to send back once the receive is posted, then the data);
+//! - and `C`, not LogGOPS's: the connection a transport makes on first use (Open MPI's `tcp`
+//!   connects two ranks when the first message between them is sent), paid by that message's
+//!   sender once per pair of ranks.
 //!
 //! Sending `s` bytes at time `t` keeps the sender's processor busy until `t + o + (s-1)·O`, its
 //! interface until `t + g + (s-1)·G`, and the data arrives at `t + o + (s-1)·G + L`; the
 //! receiver pays `o + (s-1)·O` once the data is there and the receive posted.
+//!
+//! A line fits a real transport badly where it switches buffers or protocols (loopback TCP's
+//! half round trip more than doubles from 16 to 32 KiB on a typical machine). So a calibrated
+//! path also keeps the sizes it measured (as PLogP, Kielmann et al.'s parameterised LogP, makes
+//! its overhead and latency functions of the size): between them, a message's processor time
+//! and flight are interpolated from the nearest measured sizes of its protocol, and the line
+//! is used only beyond them.
 
 use serde::{Deserialize, Serialize};
 
+/// One message size the calibration measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizePoint {
+    /// Message size.
+    pub bytes: u64,
+    /// The sending call's time (for an eager size: the sender's processor time).
+    pub send_ns: f64,
+    /// Half a ping-pong's round trip: from the send's start to the receive's end.
+    pub half_round_trip_ns: f64,
+}
+
 /// LogGOPS parameters of one kind of path (shared memory inside a node, or the network).
 /// Times in nanoseconds, per-byte costs in nanoseconds per byte.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogGops {
     /// `L`: wire latency, ns.
@@ -37,6 +59,12 @@ pub struct LogGops {
     /// `S`: messages of more bytes than this go by rendezvous.
     #[serde(rename = "S")]
     pub eager_limit: u64,
+    /// `C`: what the first message between two ranks costs its sender on top, ns.
+    #[serde(rename = "C", default)]
+    pub connect_ns: f64,
+    /// The sizes the calibration measured, by size (empty: the line alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<SizePoint>,
 }
 
 impl LogGops {
@@ -49,6 +77,8 @@ impl LogGops {
         gap_per_byte: 0.1,
         overhead_per_byte: 0.05,
         eager_limit: 4096 - crate::calibrate::OB1_HEADER,
+        connect_ns: 0.0,
+        measured: Vec::new(),
     };
 
     /// Open MPI over loopback TCP, roughly (see [`LogGops::SHARED_MEMORY`]).
@@ -59,6 +89,8 @@ impl LogGops {
         gap_per_byte: 0.4,
         overhead_per_byte: 0.1,
         eager_limit: 65_536 - crate::calibrate::OB1_HEADER,
+        connect_ns: 0.0,
+        measured: Vec::new(),
     };
 
     /// The checks a user's parameters must pass: finite and not negative.
@@ -69,6 +101,7 @@ impl LogGops {
             ("g", self.g),
             ("G", self.gap_per_byte),
             ("O", self.overhead_per_byte),
+            ("C", self.connect_ns),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(format!(
@@ -76,12 +109,72 @@ impl LogGops {
                 ));
             }
         }
+        for w in self.measured.windows(2) {
+            if w[0].bytes >= w[1].bytes {
+                return Err(format!(
+                    "the measured sizes must grow: {} bytes comes before {}",
+                    w[0].bytes, w[1].bytes
+                ));
+            }
+        }
+        for p in &self.measured {
+            let time = |v: f64| v.is_finite() && v >= 0.0;
+            if !(time(p.send_ns) && time(p.half_round_trip_ns)) {
+                return Err(format!(
+                    "the measured size {} bytes has a time that is not a finite number of \
+                     nanoseconds, 0 or more",
+                    p.bytes
+                ));
+            }
+        }
         Ok(())
     }
 
-    /// `o + (s-1)·O`: what a processor pays to send or receive `bytes`.
+    /// `o + (s-1)·O`: what a processor pays to send or receive `bytes`; with measured sizes,
+    /// the eager sizes' send time (a rendezvous's processor time is its eager part's, and `O`
+    /// per byte beyond).
     pub(crate) fn cpu(&self, bytes: u64) -> u64 {
-        ns(self.o + extra_bytes(bytes) * self.overhead_per_byte)
+        let eager = self.eager_points();
+        if eager.is_empty() {
+            return ns(self.o + extra_bytes(bytes) * self.overhead_per_byte);
+        }
+        let s = bytes.min(self.eager_limit);
+        let t = interpolate(eager, s, |p| p.send_ns, self.overhead_per_byte);
+        ns(t + bytes.saturating_sub(s) as f64 * self.overhead_per_byte)
+    }
+
+    /// The measured sizes sent eagerly, and those sent by rendezvous.
+    fn eager_points(&self) -> &[SizePoint] {
+        let split = self
+            .measured
+            .partition_point(|p| p.bytes <= self.eager_limit);
+        &self.measured[..split]
+    }
+
+    fn rendezvous_points(&self) -> &[SizePoint] {
+        let split = self
+            .measured
+            .partition_point(|p| p.bytes <= self.eager_limit);
+        &self.measured[split..]
+    }
+
+    /// The half round trip the measured sizes give for `bytes`, from those of its protocol.
+    fn half_round_trip(&self, bytes: u64) -> Option<f64> {
+        let per_byte = self.gap_per_byte + self.overhead_per_byte;
+        if self.rendezvous(bytes) {
+            let rdv = self.rendezvous_points();
+            if !rdv.is_empty() {
+                return Some(interpolate(rdv, bytes, |p| p.half_round_trip_ns, per_byte));
+            }
+            // No rendezvous size measured: the eager line and the handshake's two messages.
+            let eager = self.eager_points();
+            return (!eager.is_empty()).then(|| {
+                interpolate(eager, bytes, |p| p.half_round_trip_ns, per_byte)
+                    + 2.0 * (self.o + self.latency)
+            });
+        }
+        let eager = self.eager_points();
+        (!eager.is_empty()).then(|| interpolate(eager, bytes, |p| p.half_round_trip_ns, per_byte))
     }
 
     /// `g + (s-1)·G`: how long the interface is busy with `bytes`.
@@ -89,9 +182,26 @@ impl LogGops {
         ns(self.g.max(0.0) + extra_bytes(bytes) * self.gap_per_byte)
     }
 
-    /// `o + (s-1)·G + L`: from the start of a send to the data's arrival.
+    /// `o + (s-1)·G + L`: from the start of a send to the data's arrival; with measured
+    /// sizes, what the half round trip leaves once the receiver's processor time (and, for a
+    /// rendezvous, the request and the clear to send) is taken out.
     pub(crate) fn flight(&self, bytes: u64) -> u64 {
-        ns(self.o + extra_bytes(bytes) * self.gap_per_byte + self.latency)
+        match self.half_round_trip(bytes) {
+            Some(h) => {
+                let handshake = if self.rendezvous(bytes) {
+                    2 * self.control()
+                } else {
+                    0
+                };
+                ns(h).saturating_sub(self.cpu(bytes) + handshake)
+            }
+            None => ns(self.o + extra_bytes(bytes) * self.gap_per_byte + self.latency),
+        }
+    }
+
+    /// `C`: the first message between two ranks' extra cost.
+    pub(crate) fn connect(&self) -> u64 {
+        ns(self.connect_ns)
     }
 
     /// `o + L`: a control message (a rendezvous's request or clear to send).
@@ -102,6 +212,28 @@ impl LogGops {
     pub(crate) fn rendezvous(&self, bytes: u64) -> bool {
         bytes > self.eager_limit
     }
+}
+
+/// `value` at `bytes` from `points` (sorted, not empty): linear between the two measured sizes
+/// around it, the nearest one's plus `per_byte` beyond the largest, the smallest's below it.
+fn interpolate(
+    points: &[SizePoint],
+    bytes: u64,
+    value: impl Fn(&SizePoint) -> f64,
+    per_byte: f64,
+) -> f64 {
+    let i = points.partition_point(|p| p.bytes < bytes);
+    if i == points.len() {
+        let last = &points[i - 1];
+        return value(last) + (bytes - last.bytes) as f64 * per_byte;
+    }
+    let hi = &points[i];
+    if i == 0 || hi.bytes == bytes {
+        return value(hi);
+    }
+    let lo = &points[i - 1];
+    let f = (bytes - lo.bytes) as f64 / (hi.bytes - lo.bytes) as f64;
+    value(lo) + f * (value(hi) - value(lo))
 }
 
 fn extra_bytes(bytes: u64) -> f64 {
@@ -120,7 +252,7 @@ fn ns(v: f64) -> u64 {
 /// The machine a run is predicted on: nodes of `ranks_per_node` ranks (consecutive world ranks
 /// share a node, as `mpirun` places them by default), shared memory inside a node, the network
 /// between nodes, one network interface per node that its ranks' messages queue for.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
     /// Paths between ranks of one node.
@@ -136,7 +268,7 @@ impl Network {
     /// processor and interface.
     pub fn single(path: LogGops) -> Network {
         Network {
-            intra: path,
+            intra: path.clone(),
             inter: path,
             ranks_per_node: 0,
         }
@@ -180,6 +312,8 @@ mod tests {
             gap_per_byte: 2.0,
             overhead_per_byte: 0.5,
             eager_limit: 10,
+            connect_ns: 0.0,
+            measured: Vec::new(),
         };
         assert_eq!(p.cpu(1), 100);
         assert_eq!(p.cpu(11), 105);
@@ -204,6 +338,67 @@ mod tests {
         assert_eq!(n.node(3), 1);
         assert_eq!(n.path(2, 3), &LogGops::SHARED_MEMORY);
         assert_eq!(n.path(1, 2), &LogGops::TCP_LOOPBACK);
+    }
+
+    fn measured_path() -> LogGops {
+        let point = |bytes, send_ns, half_round_trip_ns| SizePoint {
+            bytes,
+            send_ns,
+            half_round_trip_ns,
+        };
+        LogGops {
+            latency: 1000.0,
+            o: 100.0,
+            g: 50.0,
+            gap_per_byte: 1.0,
+            overhead_per_byte: 0.5,
+            eager_limit: 1000,
+            connect_ns: 0.0,
+            // A step between 100 and 500 bytes no line fits, and a rendezvous at 4000.
+            measured: vec![
+                point(1, 100.0, 1200.0),
+                point(100, 110.0, 1300.0),
+                point(500, 400.0, 3000.0),
+                point(4000, 9000.0, 20_000.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn measured_sizes_give_their_half_round_trip_back() {
+        let p = measured_path();
+        // Eager: the data's flight and the receiver's processor time.
+        for m in &p.measured[..3] {
+            assert_eq!(p.flight(m.bytes) + p.cpu(m.bytes), ns(m.half_round_trip_ns));
+            assert_eq!(p.cpu(m.bytes), ns(m.send_ns));
+        }
+        // Rendezvous: the request and the clear to send as well.
+        assert_eq!(
+            2 * p.control() + p.flight(4000) + p.cpu(4000),
+            20_000,
+            "{p:?}"
+        );
+        // Between two sizes, linear; beyond the largest, the line's slope.
+        assert_eq!(p.flight(300) + p.cpu(300), 2150);
+        assert_eq!(p.cpu(300), 255);
+        assert_eq!(
+            2 * p.control() + p.flight(5000) + p.cpu(5000),
+            20_000 + 1500
+        );
+        // The line alone where nothing was measured.
+        let mut line = p.clone();
+        line.measured.clear();
+        assert_eq!(line.flight(101), 100 + 100 + 1000);
+    }
+
+    #[test]
+    fn measured_sizes_must_grow() {
+        let mut p = measured_path();
+        p.measured.swap(1, 2);
+        assert!(p.validate().unwrap_err().contains("must grow"));
+        let mut p = measured_path();
+        p.measured[0].send_ns = f64::NAN;
+        assert!(p.validate().is_err());
     }
 
     #[test]

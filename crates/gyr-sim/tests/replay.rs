@@ -53,6 +53,8 @@ fn net() -> Network {
         gap_per_byte: 1.0,
         overhead_per_byte: 0.0,
         eager_limit: 1000,
+        connect_ns: 0.0,
+        measured: Vec::new(),
     })
 }
 
