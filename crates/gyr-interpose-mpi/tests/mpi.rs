@@ -2,7 +2,8 @@
 //! `mpicc` and `mpif90`) run with 4 ranks under the interposer: each rank's trace reads cleanly,
 //! every call is recorded, every send matches exactly one receive, requests complete, wildcards
 //! resolve to the actual source and tag, communicators map to world ranks, collectives carry
-//! their sizes, and a rank that aborts leaves the others' traces readable.
+//! their sizes, and a rank that aborts leaves the others' traces readable. A hybrid MPI +
+//! OpenMP program (`tests/c/hybrid.c`) has several threads of each rank calling MPI at once.
 //!
 //! Skipped, with a line saying so, where Open MPI's `mpicc` is missing (`scripts/test`
 //! installs it).
@@ -45,11 +46,17 @@ fn have_mpi() -> bool {
 
 /// `source` (in `tests/c`) compiled by `compiler` into `dir`.
 fn compile(compiler: &str, source: &str, dir: &Path) -> PathBuf {
+    compile_with(compiler, source, dir, &[])
+}
+
+/// The same, with more of the compiler's flags.
+fn compile_with(compiler: &str, source: &str, dir: &Path, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(source);
     let bin = dir.join(source.replace('.', "_"));
     let out = Command::new(compiler)
+        .args(flags)
         .args(["-O1", "-o"])
         .arg(&bin)
         .arg(&src)
@@ -117,6 +124,7 @@ fn mpirun(dir: &Path, bin: &Path, args: &[&str]) -> Output {
 #[derive(Debug, Clone)]
 struct Ev {
     name: String,
+    thread: u64,
     values: Vec<Value>,
 }
 
@@ -164,19 +172,22 @@ impl Trace {
         let mut raw = Vec::new();
         let mut end = None;
         reader.for_each_item(|item| match item {
-            Item::Record { record, .. } => {
-                raw.push((record.header.type_id, record.payload.to_vec()))
-            }
+            Item::Record { record, .. } => raw.push((
+                record.thread,
+                record.header.type_id,
+                record.payload.to_vec(),
+            )),
             Item::End(e) => end = Some(e.clone()),
             _ => {}
         });
         let schemas = reader.schemas().clone();
         let events = raw
             .into_iter()
-            .filter_map(|(ty, payload)| {
+            .filter_map(|(thread, ty, payload)| {
                 let schema = schemas.get(&ty)?;
                 Some(Ev {
                     name: schema.name.clone(),
+                    thread,
                     values: decode(schema, &payload).expect("payloads decode"),
                 })
             })
@@ -204,9 +215,18 @@ impl Trace {
 
     /// The calls recorded, each `begin` followed by its `end` before the next `begin`.
     fn calls(&self) -> Vec<String> {
+        self.calls_of(None)
+    }
+
+    /// The same for one thread's events (`None`: all).
+    fn calls_of(&self, thread: Option<u64>) -> Vec<String> {
         let mut open: Option<String> = None;
         let mut calls = Vec::new();
-        for e in &self.events {
+        for e in self
+            .events
+            .iter()
+            .filter(|e| thread.is_none_or(|t| e.thread == t))
+        {
             match e.name.as_str() {
                 "gyr.mpi.begin" => {
                     assert!(open.is_none(), "{} began inside {open:?}", e.s(0));
@@ -234,8 +254,12 @@ struct Run {
 }
 
 fn run(compiler: &str, source: &str, args: &[&str]) -> Run {
+    run_with(compiler, source, &[], args)
+}
+
+fn run_with(compiler: &str, source: &str, flags: &[&str], args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let bin = compile(compiler, source, dir.path());
+    let bin = compile_with(compiler, source, dir.path(), flags);
     let out = mpirun(dir.path(), &bin, args);
     let traces = (0..RANKS)
         .map(|r| {
@@ -610,4 +634,43 @@ fn a_rank_that_aborts_leaves_the_others_traces_readable() {
     if let Some(t) = &run.traces[1] {
         assert!(t.named("gyr.msg.rank").count() <= 1);
     }
+}
+
+#[test]
+fn threads_of_a_hybrid_program_call_mpi_at_once() {
+    if !have_mpi() {
+        return;
+    }
+    let run = run_with("mpicc", "hybrid.c", &["-fopenmp"], &[]);
+    run.assert_success();
+    let stdout = String::from_utf8_lossy(&run.out.stdout);
+    assert!(stdout.contains("4 ranks"), "{stdout}");
+    for rank in 0..RANKS {
+        let t = run.trace(rank);
+        t.assert_clean();
+        let init = t.named("gyr.mpi.begin").next().expect("a first call");
+        assert_eq!(init.s(0), "MPI_Init_thread");
+        // Every thread's calls pair up on that thread, and three threads exchanged.
+        let threads: std::collections::BTreeSet<u64> =
+            t.named("gyr.msg.send").map(|e| e.thread).collect();
+        assert_eq!(threads.len(), 3, "rank {rank}: sends from {threads:?}");
+        let mut sendrecvs = 0;
+        for th in &threads {
+            let calls = t.calls_of(Some(*th));
+            let n = calls.iter().filter(|c| *c == "MPI_Sendrecv").count();
+            assert_eq!(n, 50, "rank {rank} thread {th}: {calls:?}");
+            sendrecvs += n;
+        }
+        assert_eq!(sendrecvs, 150);
+        assert_eq!(t.named("gyr.mpi.collective").count(), 1);
+    }
+    // Each thread's tag: 50 messages each way between neighbours, sent and received.
+    let (sent, received) = messages(&run);
+    assert_eq!(sent, received);
+    for ((src, dst, _, tag), sizes) in &sent {
+        assert_eq!((*src as usize + 1) % RANKS, *dst as usize);
+        assert!((0..3).contains(tag), "tag {tag}");
+        assert_eq!(sizes.len(), 50);
+    }
+    assert_eq!(sent.len(), RANKS * 3);
 }
