@@ -44,13 +44,8 @@ fn have_mpi() -> bool {
     ok
 }
 
-/// `source` (in `tests/c`) compiled by `compiler` into `dir`.
-fn compile(compiler: &str, source: &str, dir: &Path) -> PathBuf {
-    compile_with(compiler, source, dir, &[])
-}
-
-/// The same, with more of the compiler's flags.
-fn compile_with(compiler: &str, source: &str, dir: &Path, flags: &[&str]) -> PathBuf {
+/// `source` (in `tests/c`) compiled by `compiler`, with `flags` besides, into `dir`.
+fn compile(compiler: &str, source: &str, dir: &Path, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(source);
@@ -259,7 +254,7 @@ fn run(compiler: &str, source: &str, args: &[&str]) -> Run {
 
 fn run_with(compiler: &str, source: &str, flags: &[&str], args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let bin = compile_with(compiler, source, dir.path(), flags);
+    let bin = compile(compiler, source, dir.path(), flags);
     let out = mpirun(dir.path(), &bin, args);
     let traces = (0..RANKS)
         .map(|r| {
