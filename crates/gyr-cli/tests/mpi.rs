@@ -1,7 +1,9 @@
 //! An MPI job as a user runs it, end to end: `gyr run --mpi` over `mpirun` on
 //! examples/mpi/halo.c (compiled here with `mpicc`), then `gyr trace clock`, `gyr trace export
-//! --sync`, `gyr sim calibrate`, `gyr sim predict` and `gyr sim validate` on what it wrote.
-//! Skipped, with a line saying so, where Open MPI is missing (`scripts/test` installs it).
+//! --sync`, `gyr sim calibrate`, `gyr sim predict` and `gyr sim validate` on what it wrote; and
+//! the Rust example on rsmpi (examples/mpi/rust, built here with cargo) traced and predicted.
+//! Skipped, with a line saying so, where Open MPI (or, for rsmpi, libclang) is missing
+//! (`scripts/test` installs them).
 
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
@@ -225,4 +227,87 @@ fn validation_runs_both_networks_and_reports_errors() {
     for f in ["shm.0.gyr", "tcp.1.gyr", "predicted.0.gyr"] {
         assert!(d.join("val").join(f).exists(), "{f}");
     }
+}
+
+/// examples/mpi/rust built (rsmpi's bindings are generated from `mpi.h` with libclang), in a
+/// directory of the workspace's target, or `None`, said, without libclang.
+fn rust_example() -> Option<PathBuf> {
+    let libclang = Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libclang"));
+    if !libclang {
+        eprintln!(
+            "skipped: libclang not found; install it (apt-get install libclang-dev) to build rsmpi"
+        );
+        return None;
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mpi/rust/Cargo.toml");
+    // target/debug/deps/this-test → target/mpi-example
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().join("mpi-example");
+    let o = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        o.status.success(),
+        "the Rust example builds: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(target.join("release/halo-rs"))
+}
+
+#[test]
+fn a_rust_program_on_rsmpi_is_traced_and_predicted() {
+    if !have_mpi() {
+        return;
+    }
+    let Some(bin) = rust_example() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = ok(&gyr(
+        d,
+        &[
+            "run",
+            "--mpi",
+            "--trace",
+            "rs.%r.gyr",
+            "--",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "2",
+            "--mca",
+            "btl",
+            "self,vader",
+            "--mca",
+            "btl_vader_single_copy_mechanism",
+            "none",
+            bin.to_str().unwrap(),
+            "20",
+            "4096",
+            "20000",
+        ],
+    ));
+    assert!(out.contains("halo-rs: 20 steps on 2 ranks"), "{out}");
+    let clock = json_line(&ok(&gyr(
+        d,
+        &["trace", "clock", "--json", "rs.0.gyr", "rs.1.gyr"],
+    )));
+    // Two exchanges a step, each a message both ways, and the allreduces' none (collectives
+    // are not messages in the trace).
+    assert_eq!(clock["matched"], 2 * 2 * 20, "{clock}");
+    assert_eq!(clock["after"]["reversed"], 0, "{clock}");
+    let p = json_line(&ok(&gyr(
+        d,
+        &[
+            "sim", "predict", "--json", "--preset", "shm", "rs.0.gyr", "rs.1.gyr",
+        ],
+    )));
+    assert_eq!(p["unfinished"].as_array().unwrap().len(), 0, "{p}");
+    assert!(p["messages"].as_u64().unwrap() >= 80, "{p}");
 }
