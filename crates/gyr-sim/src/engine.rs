@@ -50,8 +50,8 @@ pub enum SimError {
 /// One of the program's calls on the predicted timeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallSpan {
-    /// The call's name.
-    pub name: String,
+    /// The call's name, as an index into [`RankPrediction::names`].
+    pub name: u32,
     /// Predicted start, ns from the run's start.
     pub start_ns: u64,
     /// Predicted end.
@@ -69,6 +69,8 @@ pub struct RankPrediction {
     pub calls_ns: u64,
     /// Its calls, in order.
     pub calls: Vec<CallSpan>,
+    /// The calls' names.
+    pub names: Vec<String>,
 }
 
 /// A rank that could not finish: it waits for a message no trace sends (a rank was killed, or
@@ -401,7 +403,7 @@ impl Sim {
                 }
                 Op::End(i) => {
                     if let Some(start) = l.open.remove(&i) {
-                        let name = l.prog.calls.get(i as usize).cloned().unwrap_or_default();
+                        let name = l.prog.calls.get(i as usize).copied().unwrap_or_default();
                         l.calls_ns += now - start;
                         l.calls.push(CallSpan {
                             name,
@@ -649,6 +651,7 @@ impl Sim {
                 end_ns: l.clock,
                 calls_ns: l.calls_ns,
                 calls: l.calls,
+                names: l.prog.names,
             });
         }
         Prediction {
@@ -830,11 +833,12 @@ mod tests {
         assert_eq!(
             p.ranks[0].calls,
             vec![CallSpan {
-                name: "MPI_Send".into(),
+                name: 0,
                 start_ns: 0,
                 end_ns: 6200
             }]
         );
+        assert_eq!(p.ranks[0].names, vec!["MPI_Send".to_owned()]);
         assert_eq!(p.ranks[0].calls_ns, 6200);
     }
 

@@ -162,15 +162,20 @@ pub fn write_prediction<W: Write>(
         ],
     )?;
     for c in &predicted.calls {
+        let name = predicted
+            .names
+            .get(c.name as usize)
+            .cloned()
+            .unwrap_or_default();
         w.event(
             base + c.start_ns,
             "gyr.mpi.begin",
-            &[Value::Str(c.name.clone())],
+            &[Value::Str(name.clone())],
         )?;
         w.event(
             base + c.end_ns,
             "gyr.mpi.end",
-            &[Value::Str(c.name.clone()), Value::Int(0)],
+            &[Value::Str(name), Value::Int(0)],
         )?;
     }
     w.finish()

@@ -68,8 +68,12 @@ pub struct RankProgram {
     pub rank: u32,
     /// Operations, in the order the rank performs them.
     pub ops: Vec<Op>,
-    /// Names of the program's calls, indexed by [`Op::Begin`] and [`Op::End`].
-    pub calls: Vec<String>,
+    /// Each of the program's calls, indexed by [`Op::Begin`] and [`Op::End`]: its name's
+    /// index in [`RankProgram::names`] (a trace of millions of calls has a few names).
+    pub calls: Vec<u32>,
+    /// The calls' names, each once.
+    pub names: Vec<String>,
+    name_ids: std::collections::HashMap<String, u32>,
     next_req: ReqId,
 }
 
@@ -137,7 +141,16 @@ impl RankProgram {
     /// Opens the program's call `name`; pass the number returned to [`RankProgram::end`].
     pub fn begin(&mut self, name: &str) -> u32 {
         let i = self.calls.len() as u32;
-        self.calls.push(name.to_owned());
+        let id = match self.name_ids.get(name) {
+            Some(id) => *id,
+            None => {
+                let id = self.names.len() as u32;
+                self.names.push(name.to_owned());
+                self.name_ids.insert(name.to_owned(), id);
+                id
+            }
+        };
+        self.calls.push(id);
         self.ops.push(Op::Begin(i));
         i
     }

@@ -136,7 +136,11 @@ fn a_ping_pong_with_compute_is_predicted_by_hand() {
     // to Finalize: 17_690.
     assert_eq!(p.ranks[1].end_ns, 17_370);
     assert_eq!(p.ranks[0].end_ns, 17_690);
-    let names: Vec<&str> = p.ranks[1].calls.iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<&str> = p.ranks[1]
+        .calls
+        .iter()
+        .map(|c| p.ranks[1].names[c.name as usize].as_str())
+        .collect();
     assert_eq!(names, ["MPI_Recv", "MPI_Isend", "MPI_Wait"]);
 
     // The prediction reads back as a trace of its own.
