@@ -7,7 +7,7 @@
 
 #![allow(non_snake_case)]
 
-use crate::ffi::{self, Comm, Datatype, Op};
+use crate::ffi::{self, Comm, Datatype, Op, Request};
 use crate::gate::Call;
 use crate::track::{self, bytes, bytes_of_counts};
 use libc::{c_int, c_void};
@@ -17,7 +17,7 @@ use libc::{c_int, c_void};
 fn collective(
     name: &'static str,
     comm: Comm,
-    sizes: impl FnOnce() -> (Option<c_int>, u64, u64),
+    sizes: impl FnOnce() -> Sizes,
     real: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(mut call) = Call::begin(name) else {
@@ -39,6 +39,108 @@ fn is_root(comm: Comm, root: c_int) -> bool {
 /// The local group's size of `comm`.
 fn size(comm: Comm) -> u64 {
     track::size_and_rank(comm).0 as u64
+}
+
+/// What a collective records: (root, bytes this rank sends, bytes it receives).
+type Sizes = (Option<c_int>, u64, u64);
+
+/// A broadcast's: the root sends the buffer, the others receive it.
+fn bcast_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
+    let n = bytes(count, datatype);
+    if is_root(comm, root) {
+        (Some(root), n, 0)
+    } else {
+        (Some(root), 0, n)
+    }
+}
+
+/// A reduction to a root's: everyone contributes `count`, the root receives the result.
+fn reduce_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
+    let n = bytes(count, datatype);
+    (Some(root), n, if is_root(comm, root) { n } else { 0 })
+}
+
+/// A gather's (the receive arguments count at the root only).
+fn gather_sizes(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> Sizes {
+    if is_root(comm, root) {
+        let each = bytes(recvcount, recvtype);
+        let sent = if sendbuf == ffi::IN_PLACE {
+            each
+        } else {
+            bytes(sendcount, sendtype)
+        };
+        (Some(root), sent, each * size(comm))
+    } else {
+        (Some(root), bytes(sendcount, sendtype), 0)
+    }
+}
+
+/// A scatter's (the send arguments count at the root only).
+fn scatter_sizes(
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> Sizes {
+    if is_root(comm, root) {
+        let each = bytes(sendcount, sendtype);
+        let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
+            0
+        } else {
+            bytes(recvcount, recvtype)
+        };
+        (Some(root), each * size(comm), received)
+    } else {
+        (Some(root), 0, bytes(recvcount, recvtype))
+    }
+}
+
+/// An allgather's.
+fn allgather_sizes(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let each = bytes(recvcount, recvtype);
+    let sent = if sendbuf == ffi::IN_PLACE {
+        each
+    } else {
+        bytes(sendcount, sendtype)
+    };
+    (None, sent, each * size(comm))
+}
+
+/// An all-to-all's.
+fn alltoall_sizes(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let n = size(comm);
+    let received = bytes(recvcount, recvtype) * n;
+    let sent = if sendbuf == ffi::IN_PLACE {
+        received
+    } else {
+        bytes(sendcount, sendtype) * n
+    };
+    (None, sent, received)
 }
 
 /// `MPI_Barrier`.
@@ -70,14 +172,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let n = bytes(count, datatype);
-        if is_root(comm, root) {
-            (Some(root), n, 0)
-        } else {
-            (Some(root), 0, n)
-        }
-    };
+    let sizes = || bcast_sizes(count, datatype, root, comm);
     // SAFETY: the program's arguments, passed on.
     collective("MPI_Bcast", comm, sizes, || unsafe {
         ffi::bcast(buf, count, datatype, root, comm)
@@ -99,10 +194,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let n = bytes(count, datatype);
-        (Some(root), n, if is_root(comm, root) { n } else { 0 })
-    };
+    let sizes = || reduce_sizes(count, datatype, root, comm);
     collective("MPI_Reduce", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe { ffi::reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
@@ -121,10 +213,7 @@ macro_rules! all_reduce {
             sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Datatype,
             op: Op, comm: Comm,
         ) -> c_int {
-            let sizes = || {
-                let n = bytes(count, datatype);
-                (None, n, n)
-            };
+            let sizes = || (None, bytes(count, datatype), bytes(count, datatype));
             collective(stringify!($name), comm, sizes, || {
                 // SAFETY: the program's arguments, passed on.
                 unsafe { ffi::$real(sendbuf, recvbuf, count, datatype, op, comm) }
@@ -212,17 +301,9 @@ pub unsafe extern "C" fn MPI_Gather(
     comm: Comm,
 ) -> c_int {
     let sizes = || {
-        if is_root(comm, root) {
-            let each = bytes(recvcount, recvtype);
-            let sent = if sendbuf == ffi::IN_PLACE {
-                each
-            } else {
-                bytes(sendcount, sendtype)
-            };
-            (Some(root), sent, each * size(comm))
-        } else {
-            (Some(root), bytes(sendcount, sendtype), 0)
-        }
+        gather_sizes(
+            sendbuf, sendcount, sendtype, recvcount, recvtype, root, comm,
+        )
     };
     collective("MPI_Gather", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
@@ -294,17 +375,9 @@ pub unsafe extern "C" fn MPI_Scatter(
     comm: Comm,
 ) -> c_int {
     let sizes = || {
-        if is_root(comm, root) {
-            let each = bytes(sendcount, sendtype);
-            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
-                0
-            } else {
-                bytes(recvcount, recvtype)
-            };
-            (Some(root), each * size(comm), received)
-        } else {
-            (Some(root), 0, bytes(recvcount, recvtype))
-        }
+        scatter_sizes(
+            sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
     };
     collective("MPI_Scatter", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
@@ -373,15 +446,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     recvtype: Datatype,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let each = bytes(recvcount, recvtype);
-        let sent = if sendbuf == ffi::IN_PLACE {
-            each
-        } else {
-            bytes(sendcount, sendtype)
-        };
-        (None, sent, each * size(comm))
-    };
+    let sizes = || allgather_sizes(sendbuf, sendcount, sendtype, recvcount, recvtype, comm);
     collective("MPI_Allgather", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe {
@@ -445,16 +510,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recvtype: Datatype,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let n = size(comm);
-        let received = bytes(recvcount, recvtype) * n;
-        let sent = if sendbuf == ffi::IN_PLACE {
-            received
-        } else {
-            bytes(sendcount, sendtype) * n
-        };
-        (None, sent, received)
-    };
+    let sizes = || alltoall_sizes(sendbuf, sendcount, sendtype, recvcount, recvtype, comm);
     collective("MPI_Alltoall", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe {
@@ -500,6 +556,209 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             ffi::alltoallv(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                 comm,
+            )
+        }
+    })
+}
+
+// Nonblocking collectives (MPI-3): recorded as their blocking forms are, when they start; the
+// `MPI_Wait*`/`MPI_Test*` that completes one is recorded as a call of its own.
+
+/// `MPI_Ibarrier`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: Comm, request: *mut Request) -> c_int {
+    collective(
+        "MPI_Ibarrier",
+        comm,
+        || (None, 0, 0),
+        // SAFETY: the program's arguments, passed on.
+        || unsafe { ffi::ibarrier(comm, request) },
+    )
+}
+
+/// `MPI_Ibcast`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Datatype,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || bcast_sizes(count, datatype, root, comm);
+    collective("MPI_Ibcast", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::ibcast(buf, count, datatype, root, comm, request) }
+    })
+}
+
+/// `MPI_Ireduce`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Datatype,
+    op: Op,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || reduce_sizes(count, datatype, root, comm);
+    collective("MPI_Ireduce", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request) }
+    })
+}
+
+/// `MPI_Iallreduce`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Datatype,
+    op: Op,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || (None, bytes(count, datatype), bytes(count, datatype));
+    collective("MPI_Iallreduce", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) }
+    })
+}
+
+/// `MPI_Igather`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || {
+        gather_sizes(
+            sendbuf, sendcount, sendtype, recvcount, recvtype, root, comm,
+        )
+    };
+    collective("MPI_Igather", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::igather(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        }
+    })
+}
+
+/// `MPI_Iscatter`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || {
+        scatter_sizes(
+            sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    };
+    collective("MPI_Iscatter", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::iscatter(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        }
+    })
+}
+
+/// `MPI_Iallgather`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || allgather_sizes(sendbuf, sendcount, sendtype, recvcount, recvtype, comm);
+    collective("MPI_Iallgather", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::iallgather(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        }
+    })
+}
+
+/// `MPI_Ialltoall`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || alltoall_sizes(sendbuf, sendcount, sendtype, recvcount, recvtype, comm);
+    collective("MPI_Ialltoall", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::ialltoall(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         }
     })

@@ -352,6 +352,33 @@ real! {
     reduce_scatter_block = c"PMPI_Reduce_scatter_block"(
         sb: Buf, rb: MutBuf, rn: c_int, t: Datatype, op: Op, c: Comm
     ) -> c_int, else MISSING;
+    ibarrier = c"PMPI_Ibarrier"(c: Comm, r: *mut Request) -> c_int, else MISSING;
+    ibcast = c"PMPI_Ibcast"(
+        b: MutBuf, n: c_int, t: Datatype, root: c_int, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    ireduce = c"PMPI_Ireduce"(
+        sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, root: c_int, c: Comm,
+        r: *mut Request
+    ) -> c_int, else MISSING;
+    iallreduce = c"PMPI_Iallreduce"(
+        sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    igather = c"PMPI_Igather"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype, root: c_int,
+        c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iscatter = c"PMPI_Iscatter"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype, root: c_int,
+        c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iallgather = c"PMPI_Iallgather"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype, c: Comm,
+        r: *mut Request
+    ) -> c_int, else MISSING;
+    ialltoall = c"PMPI_Ialltoall"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype, c: Comm,
+        r: *mut Request
+    ) -> c_int, else MISSING;
     scan = c"PMPI_Scan"(sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm) -> c_int,
         else MISSING;
     exscan = c"PMPI_Exscan"(sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm)

@@ -8,7 +8,10 @@
 //!   `Request_free`, `Cancel`, `Probe`, `Iprobe`, `Wait`, `Waitall`, `Waitany`, `Waitsome`,
 //!   `Test`, `Testall`, `Testany`, `Testsome`;
 //! - collectives ([`coll`]): `MPI_Barrier`, `Bcast`, `Reduce`, `Allreduce`, `Gather(v)`,
-//!   `Scatter(v)`, `Allgather(v)`, `Alltoall(v)`, `Reduce_scatter(_block)`, `Scan`, `Exscan`;
+//!   `Scatter(v)`, `Allgather(v)`, `Alltoall(v)`, `Reduce_scatter(_block)`, `Scan`, `Exscan`,
+//!   and the nonblocking `MPI_Ibarrier`, `Ibcast`, `Ireduce`, `Iallreduce`, `Igather`,
+//!   `Iscatter`, `Iallgather`, `Ialltoall` (recorded when they start; the wait is a call of its
+//!   own);
 //! - communicators ([`comm`]): `MPI_Comm_split`, `Comm_split_type`, `Comm_dup`,
 //!   `Comm_dup_with_info`, `Comm_create`, `Cart_create`, `Comm_free`;
 //! - the Fortran bindings of the most used calls ([`fortran`]: `mpi_send_` and friends), since

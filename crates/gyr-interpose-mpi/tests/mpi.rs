@@ -536,6 +536,15 @@ fn collectives_carry_comm_root_and_sizes() {
         assert_eq!(coll["MPI_Reduce_scatter"], (0, -1, 64, 16));
         assert_eq!(coll["MPI_Scan"], (0, -1, 24, 24));
         assert_eq!(coll["MPI_Exscan"], (0, -1, 24, 24));
+        // The nonblocking ones record what their blocking forms do.
+        assert_eq!(coll["MPI_Ibarrier"], coll["MPI_Barrier"]);
+        assert_eq!(coll["MPI_Ibcast"], bcast);
+        assert_eq!(coll["MPI_Ireduce"], reduce);
+        assert_eq!(coll["MPI_Iallreduce"], coll["MPI_Allreduce"]);
+        assert_eq!(coll["MPI_Igather"], gather);
+        assert_eq!(coll["MPI_Iscatter"], scatter);
+        assert_eq!(coll["MPI_Iallgather"], coll["MPI_Allgather"]);
+        assert_eq!(coll["MPI_Ialltoall"], coll["MPI_Alltoall"]);
         // The Allreduce on the split communicator.
         assert!(
             t.named("gyr.mpi.collective")

@@ -130,6 +130,21 @@ static void collectives(void) {
     MPI_Reduce_scatter(y, x, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Scan(x, y, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Exscan(x, y, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+
+    /* The nonblocking ones, each completed by its own wait; separate buffers, since they may
+     * all be in progress at once. */
+    double bx[16] = {0}, rx[16], ax[16] = {0}, ar[16], gx[2] = {0}, gy[16], sx[16] = {0}, sy[2],
+           lx[2] = {0}, ly[16], tx[16] = {0}, ty[16];
+    MPI_Request rq[8];
+    MPI_Ibarrier(MPI_COMM_WORLD, &rq[0]);
+    MPI_Ibcast(bx, 16, MPI_DOUBLE, 1, MPI_COMM_WORLD, &rq[1]);
+    MPI_Ireduce(ax, rx, 16, MPI_DOUBLE, MPI_SUM, 2, MPI_COMM_WORLD, &rq[2]);
+    MPI_Iallreduce(ax, ar, 16, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[3]);
+    MPI_Igather(gx, 2, MPI_DOUBLE, gy, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq[4]);
+    MPI_Iscatter(sx, 2, MPI_DOUBLE, sy, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq[5]);
+    MPI_Iallgather(lx, 2, MPI_DOUBLE, ly, 2, MPI_DOUBLE, MPI_COMM_WORLD, &rq[6]);
+    MPI_Ialltoall(tx, 2, MPI_DOUBLE, ty, 2, MPI_DOUBLE, MPI_COMM_WORLD, &rq[7]);
+    MPI_Waitall(8, rq, MPI_STATUSES_IGNORE);
 }
 
 int main(int argc, char **argv) {
