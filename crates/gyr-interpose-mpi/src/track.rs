@@ -14,6 +14,14 @@
 //! `MPI_Intercomm_create`) gets a hash of its members' world ranks instead: the same in every
 //! member, but shared by two such communicators over the same ranks.
 //!
+//! # The calling thread's last communicator
+//!
+//! Every message and collective needs its communicator's id and world ranks. The table is
+//! behind a lock, so each thread keeps the last communicator it looked up, with the table's
+//! epoch at the time: the epoch moves whenever the table changes (a communicator remembered or
+//! forgotten, after which MPI may hand the same handle out again), and a thread's entry counts
+//! only while the epoch is the same. A program sending on one communicator takes no lock.
+//!
 //! # Bounds
 //!
 //! At most [`MAX_COMMS`] communicators and [`MAX_REQUESTS`] pending requests are remembered. A
@@ -24,6 +32,7 @@
 use crate::events::{MpiCollective, MpiComm, MpiCommFree, MpiComplete, MpiRequest};
 use crate::ffi::{self, Comm, Datatype, Request, Status};
 use libc::c_int;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -91,6 +100,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 static COMMS: Mutex<Option<HashMap<usize, Arc<CommInfo>>>> = Mutex::new(None);
+
+/// Moves whenever [`COMMS`] changes (see the module doc).
+static COMMS_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The calling thread's last lookup: the handle, the epoch when it was looked up, and what
+    /// it found.
+    static LAST_COMM: RefCell<Option<(usize, u64, Arc<CommInfo>)>> = const { RefCell::new(None) };
+}
 
 /// A 64-bit mix of `parts` (splitmix64 over each): the same in every process, never 0 or 1.
 fn mix(parts: &[u64]) -> u64 {
@@ -164,11 +182,60 @@ fn remember(comm: Comm, info: Arc<CommInfo>) {
         return;
     }
     t.insert(comm as usize, info);
+    COMMS_EPOCH.fetch_add(1, Ordering::Release);
+}
+
+/// `f` on what is known of `comm` (see [`comm`]), from the thread's last lookup when it still
+/// holds: no lock, no reference count touched.
+fn with_comm<R>(comm: Comm, f: impl FnOnce(&CommInfo) -> R) -> Option<R> {
+    let epoch = COMMS_EPOCH.load(Ordering::Acquire);
+    let key = comm as usize;
+    let mut f = Some(f);
+    let hit = LAST_COMM.try_with(|last| {
+        let last = last.try_borrow().ok()?;
+        match last.as_ref() {
+            Some((k, e, info)) if *k == key && *e == epoch => f.take().map(|f| f(info)),
+            _ => None,
+        }
+    });
+    if let Ok(Some(r)) = hit {
+        return Some(r);
+    }
+    let info = comm_at(comm, epoch)?;
+    f.take().map(|f| f(&info))
 }
 
 /// What is known of `comm` (looked up through its groups when first seen); `None` for
 /// `MPI_COMM_NULL`.
 pub(crate) fn comm(comm: Comm) -> Option<Arc<CommInfo>> {
+    let epoch = COMMS_EPOCH.load(Ordering::Acquire);
+    let key = comm as usize;
+    let hit = LAST_COMM.try_with(|last| {
+        let last = last.try_borrow().ok()?;
+        match last.as_ref() {
+            Some((k, e, info)) if *k == key && *e == epoch => Some(info.clone()),
+            _ => None,
+        }
+    });
+    if let Ok(Some(info)) = hit {
+        return Some(info);
+    }
+    comm_at(comm, epoch)
+}
+
+/// [`comm`] from the table, kept as the thread's last lookup with `epoch` (read before the
+/// table, so that a change meanwhile makes the entry stale rather than wrong).
+fn comm_at(comm: Comm, epoch: u64) -> Option<Arc<CommInfo>> {
+    let info = comm_in_table(comm)?;
+    let _ = LAST_COMM.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            *last = Some((comm as usize, epoch, info.clone()));
+        }
+    });
+    Some(info)
+}
+
+fn comm_in_table(comm: Comm) -> Option<Arc<CommInfo>> {
     if comm.is_null() || comm == ffi::COMM_NULL.get() {
         return None;
     }
@@ -259,10 +326,11 @@ pub(crate) fn sent(comm: Comm, dest: c_int, tag: c_int, count: c_int, datatype: 
     if dest == ffi::PROC_NULL {
         return;
     }
-    let Some(info) = self::comm(comm) else { return };
-    let peer = info.world(dest);
+    let Some((id, peer)) = with_comm(comm, |info| (info.id, info.world(dest))) else {
+        return;
+    };
     if peer >= 0 {
-        gyr::msg::send_on(info.id, peer as u32, tag, bytes(count, datatype));
+        gyr::msg::send_on(id, peer as u32, tag, bytes(count, datatype));
     }
 }
 
@@ -277,9 +345,7 @@ fn received_on(info: &CommInfo, status: &Status) {
 
 /// A blocking receive on `comm` completed with `status`.
 pub(crate) fn received(comm: Comm, status: &Status) {
-    if let Some(info) = self::comm(comm) {
-        received_on(&info, status);
-    }
+    with_comm(comm, |info| received_on(info, status));
 }
 
 /// A collective on `comm`: `gyr.mpi.collective`.
@@ -290,19 +356,20 @@ pub(crate) fn collective(
     sent: u64,
     received: u64,
 ) {
-    let Some(info) = self::comm(comm) else { return };
-    gyr::emit(&MpiCollective {
-        call,
-        comm: info.id,
-        root: root.map_or(-1, |r| info.root(r)),
-        sent,
-        received,
+    with_comm(comm, |info| {
+        gyr::emit(&MpiCollective {
+            call,
+            comm: info.id,
+            root: root.map_or(-1, |r| info.root(r)),
+            sent,
+            received,
+        })
     });
 }
 
 /// The size of `comm`'s local group, and this rank's rank in it.
 pub(crate) fn size_and_rank(comm: Comm) -> (usize, c_int) {
-    let size = self::comm(comm).map_or(0, |i| i.size());
+    let size = with_comm(comm, CommInfo::size).unwrap_or(0);
     let mut rank: c_int = -1;
     // SAFETY: the program's communicator and an out-parameter.
     unsafe { ffi::comm_rank(comm, &mut rank) };
@@ -353,6 +420,7 @@ pub(crate) fn freeing(comm: Comm) {
     let info = lock(&COMMS)
         .as_mut()
         .and_then(|t| t.remove(&(comm as usize)));
+    COMMS_EPOCH.fetch_add(1, Ordering::Release);
     if let Some(info) = info {
         gyr::emit(&MpiCommFree { comm: info.id });
     }
@@ -494,6 +562,44 @@ pub(crate) fn live(request: Request) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn info(id: u64) -> Arc<CommInfo> {
+        Arc::new(CommInfo {
+            id,
+            peers: vec![5, 6],
+            local: vec![5, 6],
+            created: AtomicU64::new(0),
+        })
+    }
+
+    #[test]
+    fn a_thread_never_keeps_a_freed_handle_s_communicator() {
+        // Handles MPI never makes (not real memory: only compared).
+        let (a, b) = (0x7100 as Comm, 0x7200 as Comm);
+        remember(a, info(10));
+        remember(b, info(20));
+        assert_eq!(with_comm(a, |i| i.id), Some(10));
+        assert_eq!(with_comm(a, |i| i.world(1)), Some(6), "the thread's last, again");
+        assert_eq!(with_comm(b, |i| i.id), Some(20));
+        // `a` is freed and MPI hands the same handle out for a new communicator.
+        assert_eq!(with_comm(a, |i| i.id), Some(10));
+        freeing(a);
+        // Freed: looked up afresh (here, without an MPI library, as a communicator of no
+        // members), not the thread's last.
+        assert_ne!(with_comm(a, |i| i.id), Some(10));
+        freeing(a);
+        remember(a, info(30));
+        assert_eq!(with_comm(a, |i| i.id), Some(30));
+        assert_eq!(comm(a).map(|i| i.id), Some(30));
+        // Another thread sees the same.
+        let handle = a as usize;
+        let seen = std::thread::spawn(move || with_comm(handle as Comm, |i| i.id))
+            .join()
+            .unwrap();
+        assert_eq!(seen, Some(30));
+        freeing(a);
+        freeing(b);
+    }
 
     #[test]
     fn ids_are_stable_and_never_the_predefined_ones() {
