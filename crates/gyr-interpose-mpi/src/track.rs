@@ -579,7 +579,11 @@ mod tests {
         remember(a, info(10));
         remember(b, info(20));
         assert_eq!(with_comm(a, |i| i.id), Some(10));
-        assert_eq!(with_comm(a, |i| i.world(1)), Some(6), "the thread's last, again");
+        assert_eq!(
+            with_comm(a, |i| i.world(1)),
+            Some(6),
+            "the thread's last, again"
+        );
         assert_eq!(with_comm(b, |i| i.id), Some(20));
         // `a` is freed and MPI hands the same handle out for a new communicator.
         assert_eq!(with_comm(a, |i| i.id), Some(10));
