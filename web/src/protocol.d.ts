@@ -776,6 +776,126 @@ kind: string,
 object: number, };
 
 /**
+ * `/api/mpi/timeline`: one viewport of the per-rank timelines of the MPI job a program is a
+ * rank of (`crate::rank_timeline`), drawn by the hub at the page's width like a
+ * [`TimelineTile`]. Times are seconds from the job's first rank announcement, on the wall
+ * clock of the ranks' anchors, as in [`MpiView`].
+ */
+export type RankTile = { 
+/**
+ * The job's name.
+ */
+job: string, 
+/**
+ * Its size, as announced.
+ */
+size: number, 
+/**
+ * From when the view is complete: older segments were forgotten to stay within the
+ * hub's bound (0 when none were).
+ */
+start_s: number, 
+/**
+ * The job's latest event.
+ */
+now_s: number, 
+/**
+ * The viewport's time range.
+ */
+t0_s: number, 
+/**
+ * Its end.
+ */
+t1_s: number, 
+/**
+ * Pixels across the viewport.
+ */
+width: number, 
+/**
+ * The first row of `rows`.
+ */
+first_row: number, 
+/**
+ * Rows in the whole view: the ranks seen.
+ */
+total_rows: number, 
+/**
+ * The rows asked for, in rank order: label `rank N`, `threads` `[N]`, and runs
+ * `[x0, x1, state, call]` with state 0 computing (outside MPI), 1 in a send, 2 in a
+ * receive or probe, 3 waiting for or testing requests, 4 in a collective, 5 in another MPI
+ * call; `call` is 1 + the index in `calls` of the call with the most time in the run (0
+ * when computing). Each pixel shows its dominant state.
+ */
+rows: Array<TimelineRow>, 
+/**
+ * The job's call names, by id (`other MPI call` first: calls past the hub's bound).
+ */
+calls: Array<string>, 
+/**
+ * Matched messages between the rows shown whose send or receive falls in the viewport,
+ * unless there were more than asked for.
+ */
+arrows: Array<RankArrow>, 
+/**
+ * Messages left out because there were too many: zoom in to see them.
+ */
+arrows_omitted: number, 
+/**
+ * Segments (time in one MPI call) the view holds.
+ */
+segments: number, 
+/**
+ * Matched messages it holds.
+ */
+messages: number, 
+/**
+ * Old segments forgotten to stay within the hub's bound (see `start_s`).
+ */
+segments_forgotten: number, 
+/**
+ * Old messages forgotten likewise.
+ */
+messages_forgotten: number, 
+/**
+ * Calls drawn as `other MPI call`: their names came past the hub's bound on names.
+ */
+calls_past_limit: number, 
+/**
+ * Calls left out because they ended before they began (a clock set back).
+ */
+backwards: number, };
+
+/**
+ * A message drawn from its send's start on the sender's row to its receive's completion on
+ * the receiver's.
+ */
+export type RankArrow = { 
+/**
+ * The sender's rank.
+ */
+sender: number, 
+/**
+ * When the message began to leave, seconds.
+ */
+send_s: number, 
+/**
+ * The receiver's rank.
+ */
+receiver: number, 
+/**
+ * When its receive completed, seconds.
+ */
+recv_s: number, 
+/**
+ * Its bytes.
+ */
+bytes: number, 
+/**
+ * Its tag.
+ */
+tag: number, };
+
+/**
  * `/api/mpi`: the live MPI views of the job a program is a rank of (`crate::mpi`): time in
  * MPI per rank and call, the communication matrix, and late senders and late receivers.
  * Times are seconds; `at_s` and `now_s` count from the job's first rank announcement, on the

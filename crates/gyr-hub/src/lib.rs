@@ -16,6 +16,7 @@ mod mpi;
 mod output;
 mod program;
 pub mod protocol;
+mod rank_timeline;
 mod replay;
 mod rules;
 mod service;

@@ -39,8 +39,15 @@
 //! per job, each holding at most [`MAX_PENDING`], [`MAX_CALLS`] call names per rank,
 //! [`MAX_REQUESTS`] open receive requests and [`MAX_THREADS`] threads in a call per rank, and
 //! the [`RECENT`] latest late messages. What is dropped to stay within them is counted.
+//!
+//! # Per-rank timelines
+//!
+//! Each job also keeps its ranks' timelines ([`crate::rank_timeline`]): the calls as they end
+//! and the messages as they are matched here, drawn as Falcon's life-time view with a row per
+//! rank ([`Mpi::tile_of`], `/api/mpi/timeline`).
 
-use crate::protocol::{MpiCallTime, MpiCell, MpiLate, MpiLatePair, MpiRankView, MpiView};
+use crate::protocol::{MpiCallTime, MpiCell, MpiLate, MpiLatePair, MpiRankView, MpiView, RankTile};
+use crate::rank_timeline::{JobSpan, RankSpan, RankTimeline};
 use gyr_core::{Schema, Value};
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -358,6 +365,8 @@ struct Job {
     /// Events of ranks past [`MAX_RANKS`], and calls or requests past their bounds.
     ignored: u64,
     last: i64,
+    /// The ranks' timelines.
+    timeline: RankTimeline,
 }
 
 /// Adds to the counts of pair `k` in `m`, unless that would pass [`MAX_PAIRS`].
@@ -383,6 +392,8 @@ impl Job {
         match e {
             Event::Rank { .. } => {}
             Event::Begin { call } => {
+                // Known before it ends: a call still open is drawn under its name.
+                self.timeline.intern(&call);
                 if let Some(c) = r.thread(thread) {
                     c.open = Some((call, t));
                     c.completed_recv_posted = None;
@@ -396,7 +407,8 @@ impl Job {
                 if let Some((name, begin)) = open
                     && name == call
                 {
-                    r.add_call(&name, (t - begin).max(0));
+                    r.add_call(&name, t.saturating_sub(begin).max(0));
+                    self.timeline.segment(rank, begin, t, &name);
                 }
             }
             Event::Request { request, recv } => {
@@ -510,6 +522,8 @@ impl Job {
 
     fn matched(&mut self, (src, dst, comm, tag): Channel, s: SendRec, r: RecvRec) {
         self.matched += 1;
+        self.timeline
+            .message(src, dst, s.start, r.end, s.bytes, tag);
         let late = |late_sender: bool, wait: i64, at: i64, call: &'static str, this: &mut Job| {
             let table = if late_sender {
                 &mut this.late_senders
@@ -641,6 +655,7 @@ impl Mpi {
             && old.pid != pid
         {
             self.ranks.remove(&old.pid);
+            j.timeline.forget_rank(rank);
         }
         self.ranks.insert(pid, (job.to_owned(), rank));
     }
@@ -649,6 +664,51 @@ impl Mpi {
     pub(crate) fn view_of(&self, pid: u32) -> Option<MpiView> {
         let (job, _) = self.ranks.get(&pid)?;
         Some(self.view(job))
+    }
+
+    /// The per-rank timelines of the job program `pid` is a rank of: rows `rows` (ranks in rank
+    /// order), `[t0_s, t1_s)` seconds from the job's origin (`t1_s` `None`: up to its latest
+    /// event), `width` pixels wide, at most `max_arrows` messages.
+    pub(crate) fn tile_of(
+        &self,
+        pid: u32,
+        rows: std::ops::Range<usize>,
+        t0_s: f64,
+        t1_s: Option<f64>,
+        width: usize,
+        max_arrows: usize,
+    ) -> Option<RankTile> {
+        let (job, _) = self.ranks.get(&pid)?;
+        let j = self.jobs.get(job)?;
+        let origin = j.ranks.values().map(|r| r.first).min().unwrap_or(0);
+        let first = rows.start.min(j.ranks.len());
+        let ranks = j
+            .ranks
+            .iter()
+            .skip(first)
+            .take(rows.end.saturating_sub(first))
+            .map(|(&rank, r)| RankSpan {
+                rank,
+                first: r.first,
+                last: r.last,
+                open: r
+                    .threads
+                    .values()
+                    .filter_map(|c| c.open.as_ref().map(|(call, begin)| (*begin, call.as_str())))
+                    .collect(),
+            })
+            .collect();
+        let t1_s = t1_s.unwrap_or(j.last.saturating_sub(origin) as f64 / 1e9);
+        let span = JobSpan {
+            job,
+            size: j.size,
+            origin,
+            now: j.last,
+            total_rows: j.ranks.len(),
+            first_row: first,
+            ranks,
+        };
+        Some(j.timeline.tile(span, t0_s, t1_s, width, max_arrows))
     }
 
     /// Job `name`'s view (empty if unknown).
@@ -1051,6 +1111,60 @@ mod tests {
         let v = m.view("j");
         assert_eq!(v.recent.len(), RECENT);
         assert_eq!(v.late_senders[0].count, RECENT as u64 + 5);
+    }
+
+    /// The analysis feeds the job's rank timelines: a row per rank, the calls where they were,
+    /// each matched message as an arrow, on the job's time base.
+    #[test]
+    fn the_job_feeds_its_rank_timelines() {
+        let mut m = job(3);
+        // Rank 1 waits in MPI_Recv from 10 ms; rank 0 sends at 25 ms; rank 2 is in a barrier
+        // still open at the end.
+        blocking_recv(&mut m, 1, 10, 26, 0, 8);
+        blocking_send(&mut m, "MPI_Send", 0, 25, 26, 1, 8);
+        begin(&mut m, 2, 50 * MS, "MPI_Barrier");
+        end(&mut m, 0, 100 * MS, "MPI_Finalize");
+        let t = m.tile_of(101, 0..10, 0.0, None, 100, 10).unwrap();
+        let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["rank 0", "rank 1", "rank 2"]);
+        assert!((t.now_s - 0.1).abs() < 1e-9);
+        let state = |row: usize, x: u32| {
+            let r = t.rows[row].runs.iter().find(|r| r.0 <= x && x < r.1)?;
+            Some((r.2, t.calls[(r.3 as usize).max(1) - 1].as_str()))
+        };
+        assert_eq!(state(1, 15), Some((2, "MPI_Recv")));
+        assert_eq!(state(0, 25).map(|s| s.0), Some(1));
+        assert_eq!(state(2, 90), Some((4, "MPI_Barrier")));
+        assert_eq!(t.arrows.len(), 1);
+        let a = &t.arrows[0];
+        assert_eq!((a.sender, a.receiver), (0, 1));
+        assert!((a.send_s - 0.025).abs() < 1e-9 && (a.recv_s - 0.026).abs() < 1e-9);
+        // Rows past the job are none; a program that is no rank has no tile.
+        assert!(
+            m.tile_of(100, 5..9, 0.0, None, 100, 10)
+                .unwrap()
+                .rows
+                .is_empty()
+        );
+        assert!(m.tile_of(7, 0..1, 0.0, None, 100, 10).is_none());
+        // A rank run again by another program starts its row afresh.
+        m.take(
+            200,
+            0,
+            1,
+            200 * MS,
+            Event::Rank {
+                job: "j".into(),
+                rank: 1,
+                size: 3,
+            },
+        );
+        let t = m.tile_of(200, 1..2, 0.0, Some(0.03), 30, 10).unwrap();
+        assert!(
+            t.rows[0].runs.iter().all(|r| r.2 != 2),
+            "{:?}",
+            t.rows[0].runs
+        );
     }
 
     #[test]

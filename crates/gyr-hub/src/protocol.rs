@@ -5,8 +5,8 @@
 //! (`TICK`, 40 ms): the points of the series that moved, every sixth tick also the programs'
 //! summaries, statistics and groups. The page sends [`PageRequest`]s: its buttons' messages
 //! and its command line as text, and gets one [`Reply`] each. `/api/access` answers
-//! [`AccessInfo`], `/api/state` a [`Snapshot`], `/api/timeline` a [`TimelineTile`] and
-//! `/api/mpi` an [`MpiView`].
+//! [`AccessInfo`], `/api/state` a [`Snapshot`], `/api/timeline` a [`TimelineTile`],
+//! `/api/mpi` an [`MpiView`] and `/api/mpi/timeline` a [`RankTile`].
 //!
 //! A series is named `PID/TYPE/FIELD`; a point is `[t, value]`, `t` in seconds of the
 //! program's clock (to the microsecond), the value exactly as the program gave it; rates go to
@@ -501,6 +501,78 @@ pub struct TimelineArrow {
     pub object: u64,
 }
 
+/// `/api/mpi/timeline`: one viewport of the per-rank timelines of the MPI job a program is a
+/// rank of (`crate::rank_timeline`), drawn by the hub at the page's width like a
+/// [`TimelineTile`]. Times are seconds from the job's first rank announcement, on the wall
+/// clock of the ranks' anchors, as in [`MpiView`].
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RankTile {
+    /// The job's name.
+    pub job: String,
+    /// Its size, as announced.
+    pub size: u32,
+    /// From when the view is complete: older segments were forgotten to stay within the
+    /// hub's bound (0 when none were).
+    pub start_s: f64,
+    /// The job's latest event.
+    pub now_s: f64,
+    /// The viewport's time range.
+    pub t0_s: f64,
+    /// Its end.
+    pub t1_s: f64,
+    /// Pixels across the viewport.
+    pub width: u32,
+    /// The first row of `rows`.
+    pub first_row: u32,
+    /// Rows in the whole view: the ranks seen.
+    pub total_rows: u32,
+    /// The rows asked for, in rank order: label `rank N`, `threads` `[N]`, and runs
+    /// `[x0, x1, state, call]` with state 0 computing (outside MPI), 1 in a send, 2 in a
+    /// receive or probe, 3 waiting for or testing requests, 4 in a collective, 5 in another MPI
+    /// call; `call` is 1 + the index in `calls` of the call with the most time in the run (0
+    /// when computing). Each pixel shows its dominant state.
+    pub rows: Vec<TimelineRow>,
+    /// The job's call names, by id (`other MPI call` first: calls past the hub's bound).
+    pub calls: Vec<String>,
+    /// Matched messages between the rows shown whose send or receive falls in the viewport,
+    /// unless there were more than asked for.
+    pub arrows: Vec<RankArrow>,
+    /// Messages left out because there were too many: zoom in to see them.
+    pub arrows_omitted: u32,
+    /// Segments (time in one MPI call) the view holds.
+    pub segments: u64,
+    /// Matched messages it holds.
+    pub messages: u64,
+    /// Old segments forgotten to stay within the hub's bound (see `start_s`).
+    pub segments_forgotten: u64,
+    /// Old messages forgotten likewise.
+    pub messages_forgotten: u64,
+    /// Calls drawn as `other MPI call`: their names came past the hub's bound on names.
+    pub calls_past_limit: u64,
+    /// Calls left out because they ended before they began (a clock set back).
+    pub backwards: u64,
+}
+
+/// A message drawn from its send's start on the sender's row to its receive's completion on
+/// the receiver's.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RankArrow {
+    /// The sender's rank.
+    pub sender: u32,
+    /// When the message began to leave, seconds.
+    pub send_s: f64,
+    /// The receiver's rank.
+    pub receiver: u32,
+    /// When its receive completed, seconds.
+    pub recv_s: f64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// Its tag.
+    pub tag: i32,
+}
+
 /// `/api/mpi`: the live MPI views of the job a program is a rank of (`crate::mpi`): time in
 /// MPI per rank and call, the communication matrix, and late senders and late receivers.
 /// Times are seconds; `at_s` and `now_s` count from the job's first rank announcement, on the
@@ -780,6 +852,8 @@ mod tests {
             (TimelineTile::docs(), TimelineTile::decl(&cfg)),
             (TimelineRow::docs(), TimelineRow::decl(&cfg)),
             (TimelineArrow::docs(), TimelineArrow::decl(&cfg)),
+            (RankTile::docs(), RankTile::decl(&cfg)),
+            (RankArrow::docs(), RankArrow::decl(&cfg)),
             (MpiView::docs(), MpiView::decl(&cfg)),
             (MpiRankView::docs(), MpiRankView::decl(&cfg)),
             (MpiCallTime::docs(), MpiCallTime::decl(&cfg)),

@@ -52,6 +52,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/state", get(state))
         .route("/api/timeline", get(timeline))
         .route("/api/mpi", get(mpi))
+        .route("/api/mpi/timeline", get(mpi_timeline))
         .route("/ws", get(ws))
         .route(
             "/{*path}",
@@ -355,6 +356,41 @@ async fn mpi(State(shared): State<Arc<Shared>>, Query(q): Query<MpiQuery>) -> Re
         Some(v) => (
             [(header::CONTENT_TYPE, "application/json")],
             serde_json::to_string(&v).expect("page messages always serialize"),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!(
+                "program {} is no rank of an MPI job: ranks announce themselves with gyr.msg.rank (gyr::msg::init, or gyr run --mpi)",
+                q.pid
+            ),
+        )
+            .into_response(),
+    }
+}
+
+/// One viewport of the per-rank timelines of the job program `pid` is a rank of (any rank's
+/// pid names the job): rows are ranks, times seconds from the job's origin; at most 1000 rows,
+/// 8192 pixels and 5000 arrows, like `/api/timeline`.
+async fn mpi_timeline(
+    State(shared): State<Arc<Shared>>,
+    Query(q): Query<TimelineQuery>,
+) -> Response {
+    if shared.access.check(q.token.as_deref()).is_none() {
+        return refuse(&shared, q.token.as_deref());
+    }
+    let r0 = q.r0;
+    let r1 = q.r1.clamp(r0, r0.saturating_add(1000));
+    let (w, arrows) = (q.w.clamp(1, 8192), q.arrows.min(5000));
+    let tile = shared
+        .mpi
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .tile_of(q.pid, r0..r1, q.t0.max(0.0), q.t1, w, arrows);
+    match tile {
+        Some(tile) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string(&tile).expect("page messages always serialize"),
         )
             .into_response(),
         None => (
