@@ -403,6 +403,15 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
     assert!(http_get(web, "/api/state?token=wrong").contains("not valid"));
     assert!(http_get(web, "/api/access?token=watch-secret-0123456789").contains("\"steer\":false"));
     assert!(http_get(web, "/api/state?token=watch-secret-0123456789").contains("snapshot"));
+    // Every data endpoint asks for it; with one, a program that is no rank is told so.
+    for api in ["/api/timeline", "/api/mpi", "/api/mpi/timeline"] {
+        assert!(
+            http_get(web, &format!("{api}?pid=1")).contains("401"),
+            "{api}"
+        );
+    }
+    let r = http_get(web, "/api/mpi/timeline?pid=1&token=watch-secret-0123456789");
+    assert!(r.contains("no rank of an MPI job"), "{r}");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
