@@ -178,8 +178,8 @@ fn the_life_time_view_shows_who_waits_for_whom() {
     );
 }
 
-/// The MPI panel in the browser: `web/tests/mpi.mjs` against a hub to which a four-rank ring
-/// job publishes (`common/ranks.rs`).
+/// The MPI panel and the job's rank life-times in the browser: `web/tests/mpi.mjs` against a
+/// hub to which a four-rank ring job publishes (`common/ranks.rs`).
 #[test]
 fn the_mpi_panel_shows_a_jobs_times_matrix_and_late_messages() {
     if let Some(r) = ranks::child() {
@@ -223,7 +223,7 @@ fn the_mpi_panel_shows_a_jobs_times_matrix_and_late_messages() {
             programs[1].0.id().to_string(),
         ],
         &shots,
-        &["mpi-panel.png", "mpi-page.png"],
+        &["mpi-panel.png", "mpi-page.png", "mpi-ranks.png"],
     );
 }
 

@@ -6,6 +6,7 @@
 import { $, el, rebuild, setText } from '../dom.js';
 import { tokenQuery } from '../conn.js';
 import { bytes, count, num } from '../format.js';
+import { redraw } from '../frame.js';
 
 /** @typedef {import('../protocol').ProcessSummary} ProcessSummary */
 /** @typedef {import('../protocol').MpiView} MpiView */
@@ -59,9 +60,12 @@ async function fetchView() {
       $('mpi-panel').hidden = true;
       return;
     }
+    const first = !view;
     view = /** @type {MpiView} */ (await r.json());
     $('mpi-panel').hidden = false;
     paint(view);
+    // The life-time view offers the job's ranks as soon as the program is known to be one.
+    if (first) redraw('summaries');
   } catch {
     // The hub is away: the connection's banner says so; the next summary asks again.
   } finally {
@@ -243,6 +247,16 @@ $('mpi-metric').onchange = () => {
 };
 $('mpi-matrix').addEventListener('mousemove', hover);
 $('mpi-matrix').addEventListener('mouseleave', () => setText($('mpi-hover'), 'Hover over a cell: sender (row) → receiver (column).'));
+
+/**
+ * The MPI view of the job program `pid` is a rank of, once the hub has said it is one (the
+ * life-time view offers the job's ranks then); `null` otherwise.
+ * @param {number} pid
+ * @returns {MpiView | null}
+ */
+export function rankJob(pid) {
+  return view && V.pid === pid ? view : null;
+}
 
 // For the browser tests.
 /** @type {any} */ (window).MPI = { view: () => view, refresh: fetchView };
