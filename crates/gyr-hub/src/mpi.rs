@@ -275,6 +275,8 @@ struct Rank {
     /// Wall-clock ns of its first and latest event.
     first: i64,
     last: i64,
+    /// Whether its `MPI_Finalize` returned: its row of the timeline ends there.
+    finalized: bool,
     in_mpi: i64,
     calls: IndexMap<String, CallTime>,
     threads: HashMap<u64, ThreadCall>,
@@ -293,6 +295,7 @@ impl Rank {
             pid,
             first: t,
             last: t,
+            finalized: false,
             in_mpi: 0,
             calls: IndexMap::new(),
             threads: HashMap::new(),
@@ -409,6 +412,9 @@ impl Job {
                 {
                     r.add_call(&name, t.saturating_sub(begin).max(0));
                     self.timeline.segment(rank, begin, t, &name);
+                    r.finalized |= name
+                        .trim_end_matches('_')
+                        .eq_ignore_ascii_case("mpi_finalize");
                 }
             }
             Event::Request { request, recv } => {
@@ -691,6 +697,7 @@ impl Mpi {
                 rank,
                 first: r.first,
                 last: r.last,
+                finalized: r.finalized,
                 open: r
                     .threads
                     .values()
@@ -1123,6 +1130,9 @@ mod tests {
         blocking_recv(&mut m, 1, 10, 26, 0, 8);
         blocking_send(&mut m, "MPI_Send", 0, 25, 26, 1, 8);
         begin(&mut m, 2, 50 * MS, "MPI_Barrier");
+        // Rank 1 finalizes (through the Fortran binding) at 40 ms: its row ends there.
+        begin(&mut m, 1, 35 * MS, "mpi_finalize_");
+        end(&mut m, 1, 40 * MS, "mpi_finalize_");
         end(&mut m, 0, 100 * MS, "MPI_Finalize");
         let t = m.tile_of(101, 0..10, 0.0, None, 100, 10).unwrap();
         let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
@@ -1135,6 +1145,9 @@ mod tests {
         assert_eq!(state(1, 15), Some((2, "MPI_Recv")));
         assert_eq!(state(0, 25).map(|s| s.0), Some(1));
         assert_eq!(state(2, 90), Some((4, "MPI_Barrier")));
+        assert_eq!(state(1, 37), Some((5, "mpi_finalize_")));
+        assert_eq!(state(1, 60), None);
+        assert_eq!(state(0, 60).map(|s| s.0), Some(0));
         assert_eq!(t.arrows.len(), 1);
         let a = &t.arrows[0];
         assert_eq!((a.sender, a.receiver), (0, 1));

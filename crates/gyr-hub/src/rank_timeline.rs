@@ -9,8 +9,9 @@
 //! thread's `gyr.mpi.end` closes the `gyr.mpi.begin` it opened, a message when a receive is
 //! matched with its send. Times are the analysis's: wall-clock nanoseconds through each
 //! program's anchor, so that the rows of ranks on other clocks line up (as well as their
-//! clocks agree). The calls still open when a tile is drawn are drawn up to the job's latest
-//! event: a rank blocked in `MPI_Recv` shows as receiving, not as silent.
+//! clocks agree). A rank that has not finalized is drawn up to the job's latest event, as a
+//! thread of the life-time view runs to the live end: computing since its last call, or in
+//! the call still open (a rank blocked in `MPI_Recv` shows as receiving, not as silent).
 //!
 //! # Storage and level of detail
 //!
@@ -358,6 +359,8 @@ pub(crate) struct RankSpan<'a> {
     /// Its announcement and latest event (wall-clock ns).
     pub(crate) first: i64,
     pub(crate) last: i64,
+    /// Whether its `MPI_Finalize` returned (else it is taken to run on to the live end).
+    pub(crate) finalized: bool,
     /// Its threads' calls in progress: when each began, and the call.
     pub(crate) open: Vec<(i64, &'a str)>,
 }
@@ -573,8 +576,10 @@ impl RankTimeline {
             .map(|r| {
                 cols.clear();
                 // The rank's life (computing unless a segment says otherwise), as far as the
-                // view is complete; a call still open runs to the job's latest event.
-                let end = if r.open.is_empty() {
+                // view is complete, and until it finalized; a rank that has not runs on to the
+                // job's latest event, as a thread of the life-time view does, and so does a
+                // call still open.
+                let end = if r.finalized && r.open.is_empty() {
                     r.last
                 } else {
                     r.last.max(job.now)
@@ -701,6 +706,7 @@ mod tests {
                     rank,
                     first: 0,
                     last: now,
+                    finalized: false,
                     open: Vec::new(),
                 })
                 .collect(),
@@ -798,17 +804,24 @@ mod tests {
         assert_eq!(state_at(&t, 0, 8), Some(State::Computing as u8));
     }
 
-    /// A call still open is drawn to the job's latest event.
+    /// A call still open is drawn to the job's latest event, and so is a rank computing since
+    /// its last call; a rank that finalized ends there.
     #[test]
-    fn a_rank_blocked_in_a_call_shows_in_it_to_the_live_end() {
+    fn a_rank_runs_to_the_live_end_until_it_finalizes() {
         let mut tl = RankTimeline::default();
         tl.intern("MPI_Recv");
-        let mut job = span(&[0], 100 * MS);
-        job.ranks[0].last = 40 * MS;
+        let mut job = span(&[0, 1, 2], 100 * MS);
+        for r in &mut job.ranks {
+            r.last = 40 * MS;
+        }
         job.ranks[0].open = vec![(40 * MS, "MPI_Recv")];
+        job.ranks[2].finalized = true;
         let t = tl.tile(job, 0.0, 0.1, 100, 10);
         assert_eq!(state_at(&t, 0, 20), Some(State::Computing as u8));
         assert_eq!(state_at(&t, 0, 99), Some(State::Receive as u8));
+        assert_eq!(state_at(&t, 1, 99), Some(State::Computing as u8));
+        assert_eq!(state_at(&t, 2, 39), Some(State::Computing as u8));
+        assert_eq!(state_at(&t, 2, 41), None);
     }
 
     #[test]
