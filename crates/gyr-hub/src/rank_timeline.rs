@@ -140,9 +140,8 @@ struct Block {
     end: i64,
     /// Time per state, ns (saturating: a crafted stream may claim centuries).
     time: [i64; STATES],
-    /// The call of the longest of them.
-    call: u16,
-    call_ns: i64,
+    /// Per state, the call of the longest of them in it, and its length.
+    call: [(u16, i64); STATES],
 }
 
 impl Block {
@@ -151,8 +150,7 @@ impl Block {
             start: i64::MAX,
             end: i64::MIN,
             time: [0; STATES],
-            call: 0,
-            call_ns: -1,
+            call: [(0, -1); STATES],
         };
         for s in segments {
             b.start = b.start.min(s.start);
@@ -160,8 +158,9 @@ impl Block {
             let ns = s.end.saturating_sub(s.start);
             let t = &mut b.time[s.state as usize];
             *t = t.saturating_add(ns);
-            if ns > b.call_ns {
-                (b.call, b.call_ns) = (s.call, ns);
+            let c = &mut b.call[s.state as usize];
+            if ns > c.1 {
+                *c = (s.call, ns);
             }
         }
         b
@@ -234,7 +233,7 @@ struct Chunk {
     messages: Vec<Message>,
 }
 
-/// Time per state and the longest call, per pixel column of one row.
+/// Time per state and the longest call of each, per pixel column of one row.
 struct Columns {
     t0: i64,
     ns_per_px: f64,
@@ -243,8 +242,9 @@ struct Columns {
     time: Vec<[f64; STATES]>,
     /// Ns of the rank's life (from its announcement to its latest event) in the column.
     cover: Vec<f64>,
-    /// The call with the most time in the column, and that time.
-    call: Vec<(u16, f64)>,
+    /// Per state, the call with the most time in the column, and that time: a run names a
+    /// call of its own state.
+    call: Vec<[(u16, f64); STATES]>,
 }
 
 impl Columns {
@@ -255,14 +255,14 @@ impl Columns {
             width,
             time: vec![[0.0; STATES]; width],
             cover: vec![0.0; width],
-            call: vec![(0, 0.0); width],
+            call: vec![[(0, 0.0); STATES]; width],
         }
     }
 
     fn clear(&mut self) {
         self.time.fill([0.0; STATES]);
         self.cover.fill(0.0);
-        self.call.fill((0, 0.0));
+        self.call.fill([(0, 0.0); STATES]);
     }
 
     /// The column of time `t` (at least `t0`), possibly past the last.
@@ -302,8 +302,9 @@ impl Columns {
         );
         self.spread(a, b, |c, ns| {
             time[c][state as usize] += ns;
-            if ns > calls[c].1 {
-                calls[c] = (call, ns);
+            let best = &mut calls[c][state as usize];
+            if ns > best.1 {
+                *best = (call, ns);
             }
         });
         (self.time, self.call) = (time, calls);
@@ -316,8 +317,10 @@ impl Columns {
         for (a, ns) in t.iter_mut().zip(b.time) {
             *a += ns as f64;
         }
-        if b.call_ns as f64 > self.call[col].1 {
-            self.call[col] = (b.call, b.call_ns as f64);
+        for (best, &(call, ns)) in self.call[col].iter_mut().zip(&b.call) {
+            if ns as f64 > best.1 {
+                *best = (call, ns as f64);
+            }
         }
     }
 
@@ -340,7 +343,7 @@ impl Columns {
             let object = if state == State::Computing as usize {
                 0
             } else {
-                1 + u64::from(self.call[x].0)
+                1 + u64::from(self.call[x][state].0)
             };
             let x = x as u32;
             match runs.last_mut() {
@@ -802,6 +805,27 @@ mod tests {
         let t = tl.tile(span(&[0], now), 0.5, 0.5001, 10, 10);
         assert_eq!(state_at(&t, 0, 1), Some(State::WaitTest as u8));
         assert_eq!(state_at(&t, 0, 8), Some(State::Computing as u8));
+    }
+
+    /// A pixel shown in one state names a call of that state, even when a longer call of
+    /// another state shares it.
+    #[test]
+    fn a_run_names_a_call_of_its_own_state() {
+        let mut tl = RankTimeline::default();
+        // Per 10 ms pixel: three 2 ms MPI_Sendrecv (6 ms receiving), then a 3 ms
+        // MPI_Allreduce, the longest single call.
+        for p in 0..10i64 {
+            let t = p * 10 * MS;
+            for k in 0..3 {
+                tl.segment(0, t + k * 2 * MS, t + (k + 1) * 2 * MS, "MPI_Sendrecv");
+            }
+            tl.segment(0, t + 6 * MS, t + 9 * MS, "MPI_Allreduce");
+        }
+        let t = tl.tile(span(&[0], 100 * MS), 0.0, 0.1, 10, 10);
+        assert_eq!(t.rows[0].runs.len(), 1, "{:?}", t.rows[0].runs);
+        let r = t.rows[0].runs[0];
+        assert_eq!((r.0, r.1, r.2), (0, 10, State::Receive as u8));
+        assert_eq!(t.calls[r.3 as usize - 1], "MPI_Sendrecv");
     }
 
     /// A call still open is drawn to the job's latest event, and so is a rank computing since

@@ -302,6 +302,9 @@ function status(t) {
     if (t.segments_forgotten) gone.push(`${t.segments_forgotten} calls before ${fmt(t.start_s)}`);
     if (t.messages_forgotten) gone.push(`${t.messages_forgotten} old messages`);
     let text = ` · job ${t.job}: ${t.segments} MPI calls, ${t.messages} messages`;
+    // Arrows pointing back in time: the ranks' clocks disagree (the MPI panel counts them).
+    const back = t.arrows.filter((a) => a.recv_s < a.send_s).length;
+    if (back) text += ` · ${back} shown received before sent: the ranks' clocks disagree`;
     if (gone.length) text += ` · to stay bounded the hub forgot ${gone.join(', ')}`;
     if (t.calls_past_limit) text += ` · ${t.calls_past_limit} calls past the hub's bound on names drawn as other MPI`;
     if (t.backwards) text += ` · ${t.backwards} calls ending before they began left out`;
