@@ -35,7 +35,7 @@
 use crate::protocol::{RankArrow, RankTile, TimelineRow};
 use std::collections::{HashMap, VecDeque};
 
-/// Segments kept per job (24 bytes each, with their summaries under 26 MB).
+/// Segments kept per job (24 bytes each and 2.5 for their summaries: at most 28 MB).
 pub(crate) const MAX_SEGMENTS: usize = 1 << 20;
 /// Matched messages kept per job (40 bytes each: 10 MB).
 pub(crate) const MAX_MESSAGES: usize = 1 << 18;
