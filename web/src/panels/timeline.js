@@ -122,8 +122,11 @@ async function fetchTile() {
   const key = V.key;
   try {
     const canvas = $('tl-canvas');
-    const width = Math.max(50, Math.round((canvas.clientWidth - LABEL_W) * (devicePixelRatio || 1)));
-    const rows = Math.max(1, Math.floor(canvas.clientHeight / rowH()));
+    // Before the first rows the canvas is hidden: its panel gives the width, and as many rows
+    // are asked for as it shows at most.
+    const across = canvas.clientWidth || $('lifetimes-panel').clientWidth - 26;
+    const width = Math.max(50, Math.round((across - LABEL_W) * (devicePixelRatio || 1)));
+    const rows = Math.max(V.mode === 'ranks' ? 20 : 24, Math.floor(canvas.clientHeight / rowH()));
     let q = `pid=${V.pid}&r0=${V.row0}&r1=${V.row0 + rows}&w=${width}&arrows=400`;
     // Following, the view keeps its span up to the live end (the hub's latest time, or for a
     // first tile of ranks the MPI panel's).
