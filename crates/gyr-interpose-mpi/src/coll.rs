@@ -32,20 +32,20 @@ fn collective(
 }
 
 /// Whether this rank is the root `root` of `comm` (`MPI_ROOT` on an intercommunicator).
-fn is_root(comm: Comm, root: c_int) -> bool {
+pub(crate) fn is_root(comm: Comm, root: c_int) -> bool {
     root == ffi::ROOT || track::size_and_rank(comm).1 == root
 }
 
 /// The local group's size of `comm`.
-fn size(comm: Comm) -> u64 {
+pub(crate) fn size(comm: Comm) -> u64 {
     track::size_and_rank(comm).0 as u64
 }
 
 /// What a collective records: (root, bytes this rank sends, bytes it receives).
-type Sizes = (Option<c_int>, u64, u64);
+pub(crate) type Sizes = (Option<c_int>, u64, u64);
 
 /// A broadcast's: the root sends the buffer, the others receive it.
-fn bcast_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
+pub(crate) fn bcast_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
     let n = bytes(count, datatype);
     if is_root(comm, root) {
         (Some(root), n, 0)
@@ -55,13 +55,13 @@ fn bcast_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Siz
 }
 
 /// A reduction to a root's: everyone contributes `count`, the root receives the result.
-fn reduce_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
+pub(crate) fn reduce_sizes(count: c_int, datatype: Datatype, root: c_int, comm: Comm) -> Sizes {
     let n = bytes(count, datatype);
     (Some(root), n, if is_root(comm, root) { n } else { 0 })
 }
 
 /// A gather's (the receive arguments count at the root only).
-fn gather_sizes(
+pub(crate) fn gather_sizes(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: Datatype,
@@ -84,7 +84,7 @@ fn gather_sizes(
 }
 
 /// A scatter's (the send arguments count at the root only).
-fn scatter_sizes(
+pub(crate) fn scatter_sizes(
     sendcount: c_int,
     sendtype: Datatype,
     recvbuf: *mut c_void,
@@ -107,7 +107,7 @@ fn scatter_sizes(
 }
 
 /// An allgather's.
-fn allgather_sizes(
+pub(crate) fn allgather_sizes(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: Datatype,
@@ -125,7 +125,7 @@ fn allgather_sizes(
 }
 
 /// An all-to-all's.
-fn alltoall_sizes(
+pub(crate) fn alltoall_sizes(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: Datatype,
@@ -139,6 +139,148 @@ fn alltoall_sizes(
         received
     } else {
         bytes(sendcount, sendtype) * n
+    };
+    (None, sent, received)
+}
+
+/// A reduce-scatter's: everyone contributes the whole vector and receives its own block.
+///
+/// # Safety
+///
+/// `recvcounts` holds one count per rank of `comm`'s group.
+pub(crate) unsafe fn reduce_scatter_sizes(
+    recvcounts: *const c_int,
+    datatype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let (n, rank) = track::size_and_rank(comm);
+    // SAFETY: the caller's promise.
+    let sent = unsafe { bytes_of_counts(n, recvcounts, datatype) };
+    let mine = if rank >= 0 && (rank as usize) < n && !recvcounts.is_null() {
+        // SAFETY: as above.
+        bytes(unsafe { *recvcounts.add(rank as usize) }, datatype)
+    } else {
+        0
+    };
+    (None, sent, mine)
+}
+
+/// A reduce-scatter with equal blocks.
+pub(crate) fn reduce_scatter_block_sizes(
+    recvcount: c_int,
+    datatype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let n = bytes(recvcount, datatype);
+    (None, n * size(comm), n)
+}
+
+/// A gather with counts per rank (the receive arguments count at the root only).
+///
+/// # Safety
+///
+/// At the root, `recvcounts` holds one count per rank of `comm`'s group.
+pub(crate) unsafe fn gatherv_sizes(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvcounts: *const c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> Sizes {
+    if is_root(comm, root) {
+        let (n, rank) = track::size_and_rank(comm);
+        // SAFETY: the caller's promise.
+        let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+        let sent = if sendbuf == ffi::IN_PLACE && rank >= 0 && (rank as usize) < n {
+            // SAFETY: as above.
+            unsafe { bytes_of_counts(1, recvcounts.add(rank as usize), recvtype) }
+        } else {
+            bytes(sendcount, sendtype)
+        };
+        (Some(root), sent, received)
+    } else {
+        (Some(root), bytes(sendcount, sendtype), 0)
+    }
+}
+
+/// A scatter with counts per rank (the send arguments count at the root only).
+///
+/// # Safety
+///
+/// At the root, `sendcounts` holds one count per rank of `comm`'s group.
+pub(crate) unsafe fn scatterv_sizes(
+    sendcounts: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *const c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> Sizes {
+    if is_root(comm, root) {
+        let n = track::size_and_rank(comm).0;
+        // SAFETY: the caller's promise.
+        let sent = unsafe { bytes_of_counts(n, sendcounts, sendtype) };
+        let received = if recvbuf == ffi::IN_PLACE {
+            0
+        } else {
+            bytes(recvcount, recvtype)
+        };
+        (Some(root), sent, received)
+    } else {
+        (Some(root), 0, bytes(recvcount, recvtype))
+    }
+}
+
+/// An allgather with counts per rank.
+///
+/// # Safety
+///
+/// `recvcounts` holds one count per rank of `comm`'s group.
+pub(crate) unsafe fn allgatherv_sizes(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvcounts: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let (n, rank) = track::size_and_rank(comm);
+    // SAFETY: the caller's promise.
+    let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+    let sent = if sendbuf == ffi::IN_PLACE && rank >= 0 && (rank as usize) < n {
+        // SAFETY: as above.
+        unsafe { bytes_of_counts(1, recvcounts.add(rank as usize), recvtype) }
+    } else {
+        bytes(sendcount, sendtype)
+    };
+    (None, sent, received)
+}
+
+/// An all-to-all with counts per rank.
+///
+/// # Safety
+///
+/// The count arrays hold one count per rank of `comm`'s group (`sendcounts` unless `sendbuf`
+/// is `MPI_IN_PLACE`).
+pub(crate) unsafe fn alltoallv_sizes(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sendtype: Datatype,
+    recvcounts: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> Sizes {
+    let n = track::size_and_rank(comm).0;
+    // SAFETY: the caller's promise.
+    let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
+    let sent = if sendbuf == ffi::IN_PLACE {
+        received
+    } else {
+        // SAFETY: as above.
+        unsafe { bytes_of_counts(n, sendcounts, sendtype) }
     };
     (None, sent, received)
 }
@@ -242,18 +384,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Op,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let (n, rank) = track::size_and_rank(comm);
-        // SAFETY: `recvcounts` holds one count per rank of the group.
-        let sent = unsafe { bytes_of_counts(n, recvcounts, datatype) };
-        let mine = if rank >= 0 && (rank as usize) < n && !recvcounts.is_null() {
-            // SAFETY: as above.
-            bytes(unsafe { *recvcounts.add(rank as usize) }, datatype)
-        } else {
-            0
-        };
-        (None, sent, mine)
-    };
+    // SAFETY: `recvcounts` holds one count per rank of the group.
+    let sizes = || unsafe { reduce_scatter_sizes(recvcounts, datatype, comm) };
     collective("MPI_Reduce_scatter", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe { ffi::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
@@ -274,10 +406,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Op,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let n = bytes(recvcount, datatype);
-        (None, n * size(comm), n)
-    };
+    let sizes = || reduce_scatter_block_sizes(recvcount, datatype, comm);
     collective("MPI_Reduce_scatter_block", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe { ffi::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm) }
@@ -332,21 +461,11 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        if is_root(comm, root) {
-            let (n, rank) = track::size_and_rank(comm);
-            // SAFETY: at the root, `recvcounts` holds one count per rank.
-            let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
-            let sent = if sendbuf == ffi::IN_PLACE {
-                // SAFETY: as above.
-                unsafe { bytes_of_counts(1, recvcounts.add(rank.max(0) as usize), recvtype) }
-            } else {
-                bytes(sendcount, sendtype)
-            };
-            (Some(root), sent, received)
-        } else {
-            (Some(root), bytes(sendcount, sendtype), 0)
-        }
+    // SAFETY: at the root, `recvcounts` holds one count per rank.
+    let sizes = || unsafe {
+        gatherv_sizes(
+            sendbuf, sendcount, sendtype, recvcounts, recvtype, root, comm,
+        )
     };
     collective("MPI_Gatherv", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
@@ -406,20 +525,11 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        if is_root(comm, root) {
-            let n = track::size_and_rank(comm).0;
-            // SAFETY: at the root, `sendcounts` holds one count per rank.
-            let sent = unsafe { bytes_of_counts(n, sendcounts, sendtype) };
-            let received = if std::ptr::eq(recvbuf as *const c_void, ffi::IN_PLACE) {
-                0
-            } else {
-                bytes(recvcount, recvtype)
-            };
-            (Some(root), sent, received)
-        } else {
-            (Some(root), 0, bytes(recvcount, recvtype))
-        }
+    // SAFETY: at the root, `sendcounts` holds one count per rank.
+    let sizes = || unsafe {
+        scatterv_sizes(
+            sendcounts, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
     };
     collective("MPI_Scatterv", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
@@ -473,18 +583,9 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     recvtype: Datatype,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let (n, rank) = track::size_and_rank(comm);
-        // SAFETY: `recvcounts` holds one count per rank.
-        let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
-        let sent = if sendbuf == ffi::IN_PLACE && rank >= 0 && (rank as usize) < n {
-            // SAFETY: as above.
-            unsafe { bytes_of_counts(1, recvcounts.add(rank as usize), recvtype) }
-        } else {
-            bytes(sendcount, sendtype)
-        };
-        (None, sent, received)
-    };
+    // SAFETY: `recvcounts` holds one count per rank.
+    let sizes =
+        || unsafe { allgatherv_sizes(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) };
     collective("MPI_Allgatherv", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe {
@@ -538,18 +639,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     recvtype: Datatype,
     comm: Comm,
 ) -> c_int {
-    let sizes = || {
-        let n = track::size_and_rank(comm).0;
-        // SAFETY: the count arrays hold one count per rank.
-        let received = unsafe { bytes_of_counts(n, recvcounts, recvtype) };
-        let sent = if sendbuf == ffi::IN_PLACE {
-            received
-        } else {
-            // SAFETY: as above.
-            unsafe { bytes_of_counts(n, sendcounts, sendtype) }
-        };
-        (None, sent, received)
-    };
+    // SAFETY: the count arrays hold one count per rank.
+    let sizes =
+        || unsafe { alltoallv_sizes(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm) };
     collective("MPI_Alltoallv", comm, sizes, || {
         // SAFETY: the program's arguments, passed on.
         unsafe {

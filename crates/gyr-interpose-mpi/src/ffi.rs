@@ -429,4 +429,99 @@ real! {
     f_comm_split = c"pmpi_comm_split_"(c: F, color: F, key: F, out: F, ierr: F) -> (), else ();
     f_comm_dup = c"pmpi_comm_dup_"(c: F, out: F, ierr: F) -> (), else ();
     f_comm_free = c"pmpi_comm_free_"(c: F, ierr: F) -> (), else ();
+    f_bsend = c"pmpi_bsend_"(b: Buf, n: F, t: F, d: F, g: F, c: F, ierr: F) -> (), else ();
+    f_rsend = c"pmpi_rsend_"(b: Buf, n: F, t: F, d: F, g: F, c: F, ierr: F) -> (), else ();
+    f_issend = c"pmpi_issend_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F) -> (),
+        else ();
+    f_ibsend = c"pmpi_ibsend_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F) -> (),
+        else ();
+    f_irsend = c"pmpi_irsend_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F) -> (),
+        else ();
+    f_send_init = c"pmpi_send_init_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F)
+        -> (), else ();
+    f_ssend_init = c"pmpi_ssend_init_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F)
+        -> (), else ();
+    f_bsend_init = c"pmpi_bsend_init_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F)
+        -> (), else ();
+    f_rsend_init = c"pmpi_rsend_init_"(b: Buf, n: F, t: F, d: F, g: F, c: F, r: F, ierr: F)
+        -> (), else ();
+    f_recv_init = c"pmpi_recv_init_"(
+        b: MutBuf, n: F, t: F, s: F, g: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_start = c"pmpi_start_"(r: F, ierr: F) -> (), else ();
+    f_startall = c"pmpi_startall_"(n: F, r: F, ierr: F) -> (), else ();
+    f_request_free = c"pmpi_request_free_"(r: F, ierr: F) -> (), else ();
+    f_cancel = c"pmpi_cancel_"(r: F, ierr: F) -> (), else ();
+    f_probe = c"pmpi_probe_"(s: F, g: F, c: F, st: F, ierr: F) -> (), else ();
+    f_iprobe = c"pmpi_iprobe_"(s: F, g: F, c: F, flag: F, st: F, ierr: F) -> (), else ();
+    f_sendrecv_replace = c"pmpi_sendrecv_replace_"(
+        b: MutBuf, n: F, t: F, d: F, sg: F, s: F, rg: F, c: F, st: F, ierr: F
+    ) -> (), else ();
+    f_test = c"pmpi_test_"(r: F, flag: F, st: F, ierr: F) -> (), else ();
+    f_testall = c"pmpi_testall_"(n: F, r: F, flag: F, st: F, ierr: F) -> (), else ();
+    f_waitany = c"pmpi_waitany_"(n: F, r: F, i: F, st: F, ierr: F) -> (), else ();
+    f_testany = c"pmpi_testany_"(n: F, r: F, i: F, flag: F, st: F, ierr: F) -> (), else ();
+    f_waitsome = c"pmpi_waitsome_"(n: F, r: F, out: F, i: F, st: F, ierr: F) -> (), else ();
+    f_testsome = c"pmpi_testsome_"(n: F, r: F, out: F, i: F, st: F, ierr: F) -> (), else ();
+    f_scan = c"pmpi_scan_"(sb: Buf, rb: MutBuf, n: F, t: F, op: F, c: F, ierr: F) -> (),
+        else ();
+    f_exscan = c"pmpi_exscan_"(sb: Buf, rb: MutBuf, n: F, t: F, op: F, c: F, ierr: F) -> (),
+        else ();
+    f_gather = c"pmpi_gather_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, ierr: F
+    ) -> (), else ();
+    f_gatherv = c"pmpi_gatherv_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, root: F, c: F, ierr: F
+    ) -> (), else ();
+    f_scatter = c"pmpi_scatter_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, ierr: F
+    ) -> (), else ();
+    f_scatterv = c"pmpi_scatterv_"(
+        sb: Buf, sn: F, sd: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, ierr: F
+    ) -> (), else ();
+    f_allgather = c"pmpi_allgather_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, c: F, ierr: F
+    ) -> (), else ();
+    f_allgatherv = c"pmpi_allgatherv_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, c: F, ierr: F
+    ) -> (), else ();
+    f_alltoallv = c"pmpi_alltoallv_"(
+        sb: Buf, sn: F, sd: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, c: F, ierr: F
+    ) -> (), else ();
+    f_reduce_scatter = c"pmpi_reduce_scatter_"(
+        sb: Buf, rb: MutBuf, rn: F, t: F, op: F, c: F, ierr: F
+    ) -> (), else ();
+    f_reduce_scatter_block = c"pmpi_reduce_scatter_block_"(
+        sb: Buf, rb: MutBuf, rn: F, t: F, op: F, c: F, ierr: F
+    ) -> (), else ();
+    f_ibarrier = c"pmpi_ibarrier_"(c: F, r: F, ierr: F) -> (), else ();
+    f_ibcast = c"pmpi_ibcast_"(b: MutBuf, n: F, t: F, root: F, c: F, r: F, ierr: F) -> (),
+        else ();
+    f_ireduce = c"pmpi_ireduce_"(
+        sb: Buf, rb: MutBuf, n: F, t: F, op: F, root: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iallreduce = c"pmpi_iallreduce_"(
+        sb: Buf, rb: MutBuf, n: F, t: F, op: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_igather = c"pmpi_igather_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iscatter = c"pmpi_iscatter_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iallgather = c"pmpi_iallgather_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_ialltoall = c"pmpi_ialltoall_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_comm_split_type = c"pmpi_comm_split_type_"(
+        c: F, kind: F, key: F, info: F, out: F, ierr: F
+    ) -> (), else ();
+    f_comm_dup_with_info = c"pmpi_comm_dup_with_info_"(c: F, info: F, out: F, ierr: F) -> (),
+        else ();
+    f_comm_create = c"pmpi_comm_create_"(c: F, g: F, out: F, ierr: F) -> (), else ();
+    f_cart_create = c"pmpi_cart_create_"(
+        c: F, ndims: F, dims: F, periods: F, reorder: F, out: F, ierr: F
+    ) -> (), else ();
 }

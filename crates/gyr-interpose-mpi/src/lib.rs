@@ -14,8 +14,8 @@
 //!   own);
 //! - communicators ([`comm`]): `MPI_Comm_split`, `Comm_split_type`, `Comm_dup`,
 //!   `Comm_dup_with_info`, `Comm_create`, `Cart_create`, `Comm_free`;
-//! - the Fortran bindings of the most used calls ([`fortran`]: `mpi_send_` and friends), since
-//!   Open MPI's Fortran library calls `PMPI_*` directly;
+//! - the Fortran bindings (`mpif.h`, `use mpi`) of all of the above ([`fortran`]: `mpi_send_`
+//!   and friends), since Open MPI's Fortran library calls `PMPI_*` directly;
 //!
 //! each calling the MPI library's `PMPI_*` function ([`ffi`] says how it is found and why
 //! nothing is linked against libmpi) and recording the events below.
@@ -72,9 +72,9 @@
 //! bindings (`mpi_send_f08_` and friends, not interposed), and Fortran calls beyond those of
 //! [`fortran`] (recorded only if Open MPI's Fortran library routed them through `MPI_*`, which it
 //! does not); MPI libraries with another ABI than Open MPI's (MPICH and its derivatives define
-//! handles as integers); nonblocking collectives, one-sided communication and I/O (not recorded
-//! yet); a rank started without a launcher (a singleton `./app`) sets none of the rank variables
-//! and runs unrecorded.
+//! handles as integers); the `v` forms of the nonblocking collectives, neighbourhood
+//! collectives, one-sided communication and I/O (not recorded yet); a rank started without a
+//! launcher (a singleton `./app`) sets none of the rank variables and runs unrecorded.
 
 // The constructor and exit hooks are left out of the unit tests (which would otherwise start a
 // runtime in the test harness), and what only they use with them.

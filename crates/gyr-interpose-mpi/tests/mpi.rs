@@ -580,6 +580,24 @@ fn a_fortran_program_is_recorded() {
             "mpi_comm_split_",
             "mpi_comm_dup_",
             "mpi_comm_free_",
+            "mpi_gather_",
+            "mpi_scatter_",
+            "mpi_allgather_",
+            "mpi_gatherv_",
+            "mpi_allgatherv_",
+            "mpi_alltoallv_",
+            "mpi_scan_",
+            "mpi_reduce_scatter_block_",
+            "mpi_ibarrier_",
+            "mpi_iallreduce_",
+            "mpi_waitany_",
+            "mpi_send_init_",
+            "mpi_recv_init_",
+            "mpi_startall_",
+            "mpi_waitsome_",
+            "mpi_request_free_",
+            "mpi_sendrecv_replace_",
+            "mpi_cart_create_",
             "mpi_finalize_",
         ] {
             assert!(
@@ -592,9 +610,24 @@ fn a_fortran_program_is_recorded() {
             "a Fortran call recorded twice: {calls:?}"
         );
         assert_eq!(t.named("gyr.msg.rank").count(), 1);
-        assert_eq!(t.named("gyr.mpi.comm").count(), 2);
+        assert_eq!(t.named("gyr.mpi.comm").count(), 3);
+        // MPI_IN_PLACE recognised: this rank's part is sent from the receive buffer.
+        let allgatherv = t
+            .named("gyr.mpi.collective")
+            .find(|e| e.s(0) == "mpi_allgatherv_")
+            .map(|e| (e.u(3), e.u(4)));
+        assert_eq!(allgatherv, Some((16, 64)), "rank {rank}");
     }
     assert!(run.trace(0).calls().iter().any(|c| c == "mpi_wait_"));
+    assert!(run.trace(0).calls().iter().any(|c| c == "mpi_issend_"));
+    assert!(run.trace(0).calls().iter().any(|c| c == "mpi_test_"));
+    assert!(run.trace(1).calls().iter().any(|c| c == "mpi_probe_"));
+    let gather = run
+        .trace(0)
+        .named("gyr.mpi.collective")
+        .find(|e| e.s(0) == "mpi_gather_")
+        .map(|e| (e.i(2), e.u(3), e.u(4)));
+    assert_eq!(gather, Some((0, 16, 64)));
     let (sent, received) = messages(&run);
     assert_eq!(sent, received);
     // Rank 0's wildcard receives: the actual sources and tags, 8 bytes per element.
@@ -608,6 +641,16 @@ fn a_fortran_program_is_recorded() {
         .map(|k| (k.0, k.1))
         .collect();
     assert_eq!(on_half, [(0, 2), (1, 3)]);
+    // The synchronous send completed by polling, and the persistent sends, started twice.
+    assert_eq!(received[&(0, 1, 0, 20)], [40]);
+    for r in 0..RANKS as u64 {
+        let right = (r + 1) % RANKS as u64;
+        assert_eq!(
+            sent[&(r, right, 0, 21)],
+            [48, 48],
+            "rank {r}'s persistent sends"
+        );
+    }
     let bcast = run
         .trace(2)
         .named("gyr.mpi.collective")
