@@ -855,3 +855,209 @@ pub unsafe extern "C" fn MPI_Ialltoall(
         }
     })
 }
+
+/// `MPI_Igatherv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    // SAFETY: at the root, `recvcounts` holds one count per rank.
+    let sizes = || unsafe {
+        gatherv_sizes(
+            sendbuf, sendcount, sendtype, recvcounts, recvtype, root, comm,
+        )
+    };
+    collective("MPI_Igatherv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::igatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                request,
+            )
+        }
+    })
+}
+
+/// `MPI_Iscatterv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    // SAFETY: at the root, `sendcounts` holds one count per rank.
+    let sizes = || unsafe {
+        scatterv_sizes(
+            sendcounts, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    };
+    collective("MPI_Iscatterv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::iscatterv(
+                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                request,
+            )
+        }
+    })
+}
+
+/// `MPI_Iallgatherv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    // SAFETY: `recvcounts` holds one count per rank.
+    let sizes =
+        || unsafe { allgatherv_sizes(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) };
+    collective("MPI_Iallgatherv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::iallgatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+            )
+        }
+    })
+}
+
+/// `MPI_Ialltoallv`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    // SAFETY: the count arrays hold one count per rank.
+    let sizes =
+        || unsafe { alltoallv_sizes(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm) };
+    collective("MPI_Ialltoallv", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::ialltoallv(
+                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                comm, request,
+            )
+        }
+    })
+}
+
+/// `MPI_Ireduce_scatter`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: Datatype,
+    op: Op,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    // SAFETY: `recvcounts` holds one count per rank of the group.
+    let sizes = || unsafe { reduce_scatter_sizes(recvcounts, datatype, comm) };
+    collective("MPI_Ireduce_scatter", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) }
+    })
+}
+
+/// `MPI_Ireduce_scatter_block`.
+///
+/// # Safety
+///
+/// As the MPI function.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: Datatype,
+    op: Op,
+    comm: Comm,
+    request: *mut Request,
+) -> c_int {
+    let sizes = || reduce_scatter_block_sizes(recvcount, datatype, comm);
+    collective("MPI_Ireduce_scatter_block", comm, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+        }
+    })
+}
+
+macro_rules! i_scan {
+    ($($name:ident = $real:ident;)*) => {$(
+        /// The nonblocking scan of this name: every rank contributes and receives `count`
+        /// elements.
+        ///
+        /// # Safety
+        ///
+        /// As the MPI function.
+        #[cfg_attr(not(test), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Datatype,
+            op: Op, comm: Comm, request: *mut Request,
+        ) -> c_int {
+            let sizes = || (None, bytes(count, datatype), bytes(count, datatype));
+            collective(stringify!($name), comm, sizes, || {
+                // SAFETY: the program's arguments, passed on.
+                unsafe { ffi::$real(sendbuf, recvbuf, count, datatype, op, comm, request) }
+            })
+        }
+    )*};
+}
+
+i_scan! {
+    MPI_Iscan = iscan;
+    MPI_Iexscan = iexscan;
+}

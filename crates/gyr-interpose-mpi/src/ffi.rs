@@ -379,6 +379,34 @@ real! {
         sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype, c: Comm,
         r: *mut Request
     ) -> c_int, else MISSING;
+    igatherv = c"PMPI_Igatherv"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: Ints, rd: Ints, rt: Datatype,
+        root: c_int, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iscatterv = c"PMPI_Iscatterv"(
+        sb: Buf, sn: Ints, sd: Ints, st: Datatype, rb: MutBuf, rn: c_int, rt: Datatype,
+        root: c_int, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iallgatherv = c"PMPI_Iallgatherv"(
+        sb: Buf, sn: c_int, st: Datatype, rb: MutBuf, rn: Ints, rd: Ints, rt: Datatype, c: Comm,
+        r: *mut Request
+    ) -> c_int, else MISSING;
+    ialltoallv = c"PMPI_Ialltoallv"(
+        sb: Buf, sn: Ints, sd: Ints, st: Datatype, rb: MutBuf, rn: Ints, rd: Ints,
+        rt: Datatype, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    ireduce_scatter = c"PMPI_Ireduce_scatter"(
+        sb: Buf, rb: MutBuf, rn: Ints, t: Datatype, op: Op, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    ireduce_scatter_block = c"PMPI_Ireduce_scatter_block"(
+        sb: Buf, rb: MutBuf, rn: c_int, t: Datatype, op: Op, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iscan = c"PMPI_Iscan"(
+        sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
+    iexscan = c"PMPI_Iexscan"(
+        sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm, r: *mut Request
+    ) -> c_int, else MISSING;
     scan = c"PMPI_Scan"(sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm) -> c_int,
         else MISSING;
     exscan = c"PMPI_Exscan"(sb: Buf, rb: MutBuf, n: c_int, t: Datatype, op: Op, c: Comm)
@@ -515,6 +543,28 @@ real! {
     f_ialltoall = c"pmpi_ialltoall_"(
         sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rt: F, c: F, r: F, ierr: F
     ) -> (), else ();
+    f_igatherv = c"pmpi_igatherv_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, root: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iscatterv = c"pmpi_iscatterv_"(
+        sb: Buf, sn: F, sd: F, st: F, rb: MutBuf, rn: F, rt: F, root: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iallgatherv = c"pmpi_iallgatherv_"(
+        sb: Buf, sn: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_ialltoallv = c"pmpi_ialltoallv_"(
+        sb: Buf, sn: F, sd: F, st: F, rb: MutBuf, rn: F, rd: F, rt: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_ireduce_scatter = c"pmpi_ireduce_scatter_"(
+        sb: Buf, rb: MutBuf, rn: F, t: F, op: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_ireduce_scatter_block = c"pmpi_ireduce_scatter_block_"(
+        sb: Buf, rb: MutBuf, rn: F, t: F, op: F, c: F, r: F, ierr: F
+    ) -> (), else ();
+    f_iscan = c"pmpi_iscan_"(sb: Buf, rb: MutBuf, n: F, t: F, op: F, c: F, r: F, ierr: F)
+        -> (), else ();
+    f_iexscan = c"pmpi_iexscan_"(sb: Buf, rb: MutBuf, n: F, t: F, op: F, c: F, r: F, ierr: F)
+        -> (), else ();
     f_comm_split_type = c"pmpi_comm_split_type_"(
         c: F, kind: F, key: F, info: F, out: F, ierr: F
     ) -> (), else ();

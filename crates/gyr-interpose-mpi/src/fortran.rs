@@ -16,8 +16,8 @@
 //! `cancel_`, `probe_`, `iprobe_`, `wait_`, `waitall_`, `waitany_`, `waitsome_`, `test_`,
 //! `testall_`, `testany_`, `testsome_`; collectives ([`coll`]): `mpi_barrier_`, `bcast_`,
 //! `reduce_`, `allreduce_`, `scan_`, `exscan_`, `gather(v)_`, `scatter(v)_`, `allgather(v)_`,
-//! `alltoall(v)_`, `reduce_scatter(_block)_`, and the nonblocking `ibarrier_`, `ibcast_`,
-//! `ireduce_`, `iallreduce_`, `igather_`, `iscatter_`, `iallgather_`, `ialltoall_`;
+//! `alltoall(v)_`, `reduce_scatter(_block)_`, and their nonblocking forms (`ibarrier_` to
+//! `iexscan_`);
 //! communicators ([`comm`]): `mpi_comm_split_`, `comm_split_type_`, `comm_dup_`,
 //! `comm_dup_with_info_`, `comm_create_`, `cart_create_`, `comm_free_`. Other Fortran calls run unrecorded.
 

@@ -9,9 +9,8 @@
 //!   `Test`, `Testall`, `Testany`, `Testsome`;
 //! - collectives ([`coll`]): `MPI_Barrier`, `Bcast`, `Reduce`, `Allreduce`, `Gather(v)`,
 //!   `Scatter(v)`, `Allgather(v)`, `Alltoall(v)`, `Reduce_scatter(_block)`, `Scan`, `Exscan`,
-//!   and the nonblocking `MPI_Ibarrier`, `Ibcast`, `Ireduce`, `Iallreduce`, `Igather`,
-//!   `Iscatter`, `Iallgather`, `Ialltoall` (recorded when they start; the wait is a call of its
-//!   own);
+//!   and their nonblocking forms, `MPI_Ibarrier` to `MPI_Iexscan` (recorded when they start;
+//!   the wait is a call of its own);
 //! - communicators ([`comm`]): `MPI_Comm_split`, `Comm_split_type`, `Comm_dup`,
 //!   `Comm_dup_with_info`, `Comm_create`, `Cart_create`, `Comm_free`;
 //! - the Fortran bindings (`mpif.h`, `use mpi`) of all of the above ([`fortran`]: `mpi_send_`
@@ -72,8 +71,8 @@
 //! bindings (`mpi_send_f08_` and friends, not interposed), and Fortran calls beyond those of
 //! [`fortran`] (recorded only if Open MPI's Fortran library routed them through `MPI_*`, which it
 //! does not); MPI libraries with another ABI than Open MPI's (MPICH and its derivatives define
-//! handles as integers); the `v` forms of the nonblocking collectives, neighbourhood
-//! collectives, one-sided communication and I/O (not recorded yet); a rank started without a
+//! handles as integers); neighbourhood collectives, one-sided communication and I/O (not
+//! recorded yet); a rank started without a
 //! launcher (a singleton `./app`) sets none of the rank variables and runs unrecorded.
 
 // The constructor and exit hooks are left out of the unit tests (which would otherwise start a

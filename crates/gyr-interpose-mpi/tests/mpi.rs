@@ -545,6 +545,14 @@ fn collectives_carry_comm_root_and_sizes() {
         assert_eq!(coll["MPI_Iscatter"], scatter);
         assert_eq!(coll["MPI_Iallgather"], coll["MPI_Allgather"]);
         assert_eq!(coll["MPI_Ialltoall"], coll["MPI_Alltoall"]);
+        assert_eq!(coll["MPI_Igatherv"], gather);
+        assert_eq!(coll["MPI_Iscatterv"], scatter);
+        assert_eq!(coll["MPI_Iallgatherv"], coll["MPI_Allgatherv"]);
+        assert_eq!(coll["MPI_Ialltoallv"], coll["MPI_Alltoallv"]);
+        assert_eq!(coll["MPI_Ireduce_scatter_block"], (0, -1, 64, 16));
+        assert_eq!(coll["MPI_Ireduce_scatter"], (0, -1, 64, 16));
+        assert_eq!(coll["MPI_Iscan"], coll["MPI_Scan"]);
+        assert_eq!(coll["MPI_Iexscan"], coll["MPI_Exscan"]);
         // The Allreduce on the split communicator.
         assert!(
             t.named("gyr.mpi.collective")
@@ -591,6 +599,8 @@ fn a_fortran_program_is_recorded() {
             "mpi_ibarrier_",
             "mpi_iallreduce_",
             "mpi_waitany_",
+            "mpi_igatherv_",
+            "mpi_iscan_",
             "mpi_send_init_",
             "mpi_recv_init_",
             "mpi_startall_",
@@ -628,6 +638,12 @@ fn a_fortran_program_is_recorded() {
         .find(|e| e.s(0) == "mpi_gather_")
         .map(|e| (e.i(2), e.u(3), e.u(4)));
     assert_eq!(gather, Some((0, 16, 64)));
+    let igatherv = run
+        .trace(0)
+        .named("gyr.mpi.collective")
+        .find(|e| e.s(0) == "mpi_igatherv_")
+        .map(|e| (e.i(2), e.u(3), e.u(4)));
+    assert_eq!(igatherv, gather);
     let (sent, received) = messages(&run);
     assert_eq!(sent, received);
     // Rank 0's wildcard receives: the actual sources and tags, 8 bytes per element.

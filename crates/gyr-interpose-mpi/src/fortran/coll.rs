@@ -782,3 +782,302 @@ pub unsafe extern "C" fn mpi_ialltoall_(
         }
     })
 }
+
+/// `mpi_igatherv_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_igatherv_(
+    sendbuf: *const c_void,
+    sendcount: F,
+    sendtype: F,
+    recvbuf: *mut c_void,
+    recvcounts: F,
+    displs: F,
+    recvtype: F,
+    root: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        gatherv_sizes(
+            c_buf(sendbuf),
+            v(sendcount),
+            datatype(sendtype),
+            recvcounts,
+            datatype(recvtype),
+            v(root),
+            c,
+        )
+    };
+    collective("mpi_igatherv_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::f_igatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                req, ierr,
+            )
+        }
+    })
+}
+
+/// `mpi_iscatterv_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_iscatterv_(
+    sendbuf: *const c_void,
+    sendcounts: F,
+    displs: F,
+    sendtype: F,
+    recvbuf: *mut c_void,
+    recvcount: F,
+    recvtype: F,
+    root: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        scatterv_sizes(
+            sendcounts,
+            datatype(sendtype),
+            c_buf(recvbuf),
+            v(recvcount),
+            datatype(recvtype),
+            v(root),
+            c,
+        )
+    };
+    collective("mpi_iscatterv_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::f_iscatterv(
+                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                req, ierr,
+            )
+        }
+    })
+}
+
+/// `mpi_iallgatherv_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_iallgatherv_(
+    sendbuf: *const c_void,
+    sendcount: F,
+    sendtype: F,
+    recvbuf: *mut c_void,
+    recvcounts: F,
+    displs: F,
+    recvtype: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        allgatherv_sizes(
+            c_buf(sendbuf),
+            v(sendcount),
+            datatype(sendtype),
+            recvcounts,
+            datatype(recvtype),
+            c,
+        )
+    };
+    collective("mpi_iallgatherv_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::f_iallgatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, req,
+                ierr,
+            )
+        }
+    })
+}
+
+/// `mpi_ialltoallv_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_ialltoallv_(
+    sendbuf: *const c_void,
+    sendcounts: F,
+    sdispls: F,
+    sendtype: F,
+    recvbuf: *mut c_void,
+    recvcounts: F,
+    rdispls: F,
+    recvtype: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        alltoallv_sizes(
+            c_buf(sendbuf),
+            sendcounts,
+            datatype(sendtype),
+            recvcounts,
+            datatype(recvtype),
+            c,
+        )
+    };
+    collective("mpi_ialltoallv_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::f_ialltoallv(
+                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                comm, req, ierr,
+            )
+        }
+    })
+}
+
+/// `mpi_ireduce_scatter_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_ireduce_scatter_(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: F,
+    dt: F,
+    op: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe { reduce_scatter_sizes(recvcounts, datatype(dt), c) };
+    collective("mpi_ireduce_scatter_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::f_ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, req, ierr) }
+    })
+}
+
+/// `mpi_ireduce_scatter_block_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_ireduce_scatter_block_(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: F,
+    dt: F,
+    op: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe { reduce_scatter_block_sizes(v(recvcount), datatype(dt), c) };
+    collective("mpi_ireduce_scatter_block_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe {
+            ffi::f_ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, req, ierr)
+        }
+    })
+}
+
+/// `mpi_iscan_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_iscan_(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: F,
+    dt: F,
+    op: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        (
+            None,
+            bytes(v(count), datatype(dt)),
+            bytes(v(count), datatype(dt)),
+        )
+    };
+    collective("mpi_iscan_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::f_iscan(sendbuf, recvbuf, count, dt, op, comm, req, ierr) }
+    })
+}
+
+/// `mpi_iexscan_`.
+///
+/// # Safety
+///
+/// As the Fortran binding.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn mpi_iexscan_(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: F,
+    dt: F,
+    op: F,
+    comm: F,
+    req: F,
+    ierr: F,
+) {
+    // SAFETY: the program's communicator.
+    let c = unsafe { self::comm(comm) };
+    // SAFETY: the program's handles, integers and count arrays (one count per rank where the
+    // standard says so; the C form's sizes read no more than it does).
+    let sizes = || unsafe {
+        (
+            None,
+            bytes(v(count), datatype(dt)),
+            bytes(v(count), datatype(dt)),
+        )
+    };
+    collective("mpi_iexscan_", c, ierr, sizes, || {
+        // SAFETY: the program's arguments, passed on.
+        unsafe { ffi::f_iexscan(sendbuf, recvbuf, count, dt, op, comm, req, ierr) }
+    })
+}

@@ -145,6 +145,21 @@ static void collectives(void) {
     MPI_Iallgather(lx, 2, MPI_DOUBLE, ly, 2, MPI_DOUBLE, MPI_COMM_WORLD, &rq[6]);
     MPI_Ialltoall(tx, 2, MPI_DOUBLE, ty, 2, MPI_DOUBLE, MPI_COMM_WORLD, &rq[7]);
     MPI_Waitall(8, rq, MPI_STATUSES_IGNORE);
+
+    /* Their forms with counts per rank, and the scans. */
+    double vx[16] = {0}, vy[16], wx[16] = {0}, wy[16], px[16] = {0}, py[16], qx[16] = {0},
+           qy[16], ex[16] = {0}, ey[16], fx[16] = {0}, fy[16], cx[3] = {0}, cy[3], dx[3] = {0},
+           dy[3];
+    MPI_Igatherv(vx, 2, MPI_DOUBLE, vy, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq[0]);
+    MPI_Iscatterv(wx, counts, displs, MPI_DOUBLE, wy, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq[1]);
+    MPI_Iallgatherv(px, 2, MPI_DOUBLE, py, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD, &rq[2]);
+    MPI_Ialltoallv(qx, counts, displs, MPI_DOUBLE, qy, counts, displs, MPI_DOUBLE,
+                   MPI_COMM_WORLD, &rq[3]);
+    MPI_Ireduce_scatter_block(ex, ey, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[4]);
+    MPI_Ireduce_scatter(fx, fy, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[5]);
+    MPI_Iscan(cx, cy, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[6]);
+    MPI_Iexscan(dx, dy, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[7]);
+    MPI_Waitall(8, rq, MPI_STATUSES_IGNORE);
 }
 
 int main(int argc, char **argv) {

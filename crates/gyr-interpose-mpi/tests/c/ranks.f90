@@ -84,6 +84,10 @@ program ranks
   call MPI_WAIT(reqs(1), MPI_STATUS_IGNORE, ierr)
   call MPI_IALLREDUCE(a, b, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, reqs(1), ierr)
   call MPI_WAITANY(1, reqs, idx, st, ierr)
+  call MPI_IGATHERV(a, 2, MPI_DOUBLE_PRECISION, c, counts, displs, MPI_DOUBLE_PRECISION, 0, &
+                    MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_ISCAN(a, b, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, ierr)
 
   ! A synchronous nonblocking send completed by polling, its receive after a probe.
   if (rank == 0) then
