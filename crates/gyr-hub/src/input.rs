@@ -150,6 +150,7 @@ fn gone(shared: &Shared, pid: u32, started: u64) {
 /// away are taken in after).
 fn finished(shared: &Shared, p: &Process) {
     shared.outputs.ended(p.pid);
+    shared.mpi_gone(p.pid);
     if let Some(s) = &shared.store {
         s.ended(p);
     }

@@ -220,6 +220,11 @@ impl Shared {
         }
     }
 
+    /// Program `pid` is gone, its last batch taken in: a rank's timeline ends.
+    pub(crate) fn mpi_gone(&self, pid: u32) {
+        self.mpi.lock().unwrap_or_else(|e| e.into_inner()).gone(pid);
+    }
+
     /// The MPI view of the job program `pid` is a rank of.
     pub(crate) fn mpi_view(&self, pid: u32) -> Option<protocol::MpiView> {
         self.mpi

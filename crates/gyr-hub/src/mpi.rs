@@ -277,6 +277,8 @@ struct Rank {
     last: i64,
     /// Whether its `MPI_Finalize` returned: its row of the timeline ends there.
     finalized: bool,
+    /// Whether its process is gone (with its last batch taken in): its row ends at `last`.
+    gone: bool,
     in_mpi: i64,
     calls: IndexMap<String, CallTime>,
     threads: HashMap<u64, ThreadCall>,
@@ -296,6 +298,7 @@ impl Rank {
             first: t,
             last: t,
             finalized: false,
+            gone: false,
             in_mpi: 0,
             calls: IndexMap::new(),
             threads: HashMap::new(),
@@ -666,6 +669,23 @@ impl Mpi {
         self.ranks.insert(pid, (job.to_owned(), rank));
     }
 
+    /// Program `pid` is gone and everything it sent was taken in: if it was a rank, its row
+    /// of the timeline ends at its last event (a rank killed in a call no longer shows as in
+    /// it).
+    pub(crate) fn gone(&mut self, pid: u32) {
+        let Some((job, rank)) = self.ranks.get(&pid) else {
+            return;
+        };
+        if let Some(r) = self
+            .jobs
+            .get_mut(job.as_str())
+            .and_then(|j| j.ranks.get_mut(rank))
+            .filter(|r| r.pid == pid)
+        {
+            r.gone = true;
+        }
+    }
+
     /// The job program `pid` is a rank of, as a page shows it.
     pub(crate) fn view_of(&self, pid: u32) -> Option<MpiView> {
         let (job, _) = self.ranks.get(&pid)?;
@@ -698,6 +718,7 @@ impl Mpi {
                 first: r.first,
                 last: r.last,
                 finalized: r.finalized,
+                gone: r.gone,
                 open: r
                     .threads
                     .values()
@@ -1152,6 +1173,16 @@ mod tests {
         let a = &t.arrows[0];
         assert_eq!((a.sender, a.receiver), (0, 1));
         assert!((a.send_s - 0.025).abs() < 1e-9 && (a.recv_s - 0.026).abs() < 1e-9);
+        // Rank 2's process goes away in its barrier: its row ends at its last event, and the
+        // others' do not; a program that is no rank changes nothing.
+        m.gone(102);
+        m.gone(7);
+        let t = m.tile_of(101, 0..10, 0.0, Some(0.1), 100, 10).unwrap();
+        assert_eq!(t.rows[2].label, "rank 2 (gone, no Finalize)");
+        let runs_to = |row: usize| t.rows[row].runs.last().map(|r| r.1);
+        assert_eq!(runs_to(2), Some(50));
+        assert_eq!(runs_to(0), Some(100));
+        assert_eq!(t.rows[1].label, "rank 1");
         // Rows past the job are none; a program that is no rank has no tile.
         assert!(
             m.tile_of(100, 5..9, 0.0, None, 100, 10)

@@ -11,7 +11,9 @@
 //! program's anchor, so that the rows of ranks on other clocks line up (as well as their
 //! clocks agree). A rank that has not finalized is drawn up to the job's latest event, as a
 //! thread of the life-time view runs to the live end: computing since its last call, or in
-//! the call still open (a rank blocked in `MPI_Recv` shows as receiving, not as silent).
+//! the call still open (a rank blocked in `MPI_Recv` shows as receiving, not as silent). A rank
+//! whose process is gone without finalizing (killed, crashed) ends at its last event, and its
+//! label says so.
 //!
 //! # Storage and level of detail
 //!
@@ -364,6 +366,8 @@ pub(crate) struct RankSpan<'a> {
     pub(crate) last: i64,
     /// Whether its `MPI_Finalize` returned (else it is taken to run on to the live end).
     pub(crate) finalized: bool,
+    /// Whether its process is gone (with everything it sent taken in): it runs no further.
+    pub(crate) gone: bool,
     /// Its threads' calls in progress: when each began, and the call.
     pub(crate) open: Vec<(i64, &'a str)>,
 }
@@ -581,8 +585,8 @@ impl RankTimeline {
                 // The rank's life (computing unless a segment says otherwise), as far as the
                 // view is complete, and until it finalized; a rank that has not runs on to the
                 // job's latest event, as a thread of the life-time view does, and so does a
-                // call still open.
-                let end = if r.finalized && r.open.is_empty() {
+                // call still open, unless its process is gone.
+                let end = if (r.finalized && r.open.is_empty()) || r.gone {
                     r.last
                 } else {
                     r.last.max(job.now)
@@ -594,10 +598,15 @@ impl RankTimeline {
                 }
                 for &(begin, call) in &r.open {
                     let (id, state) = self.lookup(call);
-                    cols.add_span(begin.max(t0), job.now.min(t1), state, id);
+                    cols.add_span(begin.max(t0), end.min(t1), state, id);
                 }
+                let label = if r.gone && !r.finalized {
+                    format!("rank {} (gone, no Finalize)", r.rank)
+                } else {
+                    format!("rank {}", r.rank)
+                };
                 TimelineRow {
-                    label: format!("rank {}", r.rank),
+                    label,
                     threads: vec![u64::from(r.rank)],
                     runs: cols.runs(),
                 }
@@ -710,6 +719,7 @@ mod tests {
                     first: 0,
                     last: now,
                     finalized: false,
+                    gone: false,
                     open: Vec::new(),
                 })
                 .collect(),
@@ -846,6 +856,26 @@ mod tests {
         assert_eq!(state_at(&t, 1, 99), Some(State::Computing as u8));
         assert_eq!(state_at(&t, 2, 39), Some(State::Computing as u8));
         assert_eq!(state_at(&t, 2, 41), None);
+    }
+
+    /// A rank whose process went away without finalizing (killed in `MPI_Recv`, say) ends at
+    /// its last event, in the call it was in, and says so; the others run on.
+    #[test]
+    fn a_rank_gone_without_finalizing_ends_at_its_last_event() {
+        let mut tl = RankTimeline::default();
+        tl.intern("MPI_Recv");
+        let mut job = span(&[0, 1], 100 * MS);
+        for r in &mut job.ranks {
+            r.last = 40 * MS;
+            r.open = vec![(30 * MS, "MPI_Recv")];
+        }
+        job.ranks[1].gone = true;
+        let t = tl.tile(job, 0.0, 0.1, 100, 10);
+        assert_eq!(state_at(&t, 0, 99), Some(State::Receive as u8));
+        assert_eq!(state_at(&t, 1, 35), Some(State::Receive as u8));
+        assert_eq!(state_at(&t, 1, 41), None);
+        assert_eq!(t.rows[0].label, "rank 0");
+        assert_eq!(t.rows[1].label, "rank 1 (gone, no Finalize)");
     }
 
     #[test]
