@@ -4,9 +4,13 @@
 //!   ring with an allreduce every 10 steps), best of 3;
 //! - `interposer_ns_per_call`: a 0-byte `MPI_Send`/`MPI_Recv` ping-pong on two ranks with
 //!   `libgyr_mpi.so` preloaded, against `uninstrumented_ns_per_call` without it in the same
-//!   run (round trip / 4: four calls on its critical path), and the sensor's own cost for the
-//!   same three events a call records (`gyr.mpi.begin`, its message, `gyr.mpi.end`), emitted
-//!   here as the interposer emits them;
+//!   run (round trip / 4: four calls on its critical path; runs with and without alternate,
+//!   and the best of each counts, the least disturbed on a shared machine), and the sensor's
+//!   own cost for the same three events a call records (`gyr.mpi.begin`, its message,
+//!   `gyr.mpi.end`), emitted here as the interposer emits them. Where the runs disagree so
+//!   much that the library seems to cost nothing or less (two ranks spinning on a machine
+//!   busy with other work), the ratio is left out and the JSON says why, rather than a target
+//!   met by noise;
 //! - prediction errors: each example of examples/mpi traced on shared memory, predicted on a
 //!   model calibrated here, and compared with the example run again on the same network
 //!   (`same_network`) and on loopback TCP (`across_networks`): whole-run error per example,
@@ -251,8 +255,9 @@ fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<ExampleError>, LogGops, L
     Ok((out, shm, tcp))
 }
 
-/// The interposer: ns per call with and without the library (round trip / 4).
-fn interposer(quick: bool) -> anyhow::Result<(f64, f64)> {
+/// The interposer: ns per call with and without the library (round trip / 4), each the best
+/// and the median of the runs: `((best with, best without), (median with, median without))`.
+fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64))> {
     let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so")
         .ok_or_else(|| anyhow::anyhow!("libgyr_mpi.so not found"))?;
     let dir = tempfile::tempdir()?;
@@ -286,7 +291,9 @@ fn interposer(quick: bool) -> anyhow::Result<(f64, f64)> {
         without.push(once(false)?);
         with.push(once(true)?);
     }
-    Ok((median(&mut with), median(&mut without)))
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let bests = (best(&with), best(&without));
+    Ok((bests, (median(&mut with), median(&mut without))))
 }
 
 pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
@@ -303,23 +310,35 @@ pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
         "sim_events_target": 5e6,
     });
     match interposer(quick) {
-        Ok((with, without)) => {
+        Ok(((with, without), (with_median, without_median))) => {
             let n = if quick { 1_000_000 } else { 5_000_000 };
             let sensor = sensor_ns(n, 3)?;
             let per_call = call_sensor_ns(n, 5)?;
             let added = with - without;
             // A call records three events: its begin, its message, its end.
             let ratio = added / per_call;
+            let r2 = |x: f64| (x * 100.0).round() / 100.0;
             println!(
-                "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without: {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns: ratio {ratio:.2} (target <= 2)"
+                "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without (best of the runs; medians {with_median:.0} and {without_median:.0}): {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns"
             );
-            v["interposer_ns_per_call"] = json!((with * 100.0).round() / 100.0);
-            v["uninstrumented_ns_per_call"] = json!((without * 100.0).round() / 100.0);
-            v["interposer_ns_added_per_call"] = json!((added * 100.0).round() / 100.0);
+            v["interposer_ns_per_call"] = json!(r2(with));
+            v["uninstrumented_ns_per_call"] = json!(r2(without));
+            v["interposer_ns_per_call_median"] = json!(r2(with_median));
+            v["uninstrumented_ns_per_call_median"] = json!(r2(without_median));
+            v["interposer_ns_added_per_call"] = json!(r2(added));
             v["sensor_ns_per_event"] = json!(r3(sensor));
             v["sensor_ns_per_call"] = json!(r3(per_call));
             v["events_per_call"] = json!(3);
-            v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
+            if added > 0.0 {
+                println!("  interposer: ratio {ratio:.2} to the sensor's own cost (target <= 2)");
+                v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
+            } else {
+                let why = "the runs without the library were slower than those with it: the \
+                           machine is too busy to measure the interposer; run again when it is \
+                           quiet";
+                println!("  interposer: no ratio: {why}");
+                v["interposer_unmeasurable"] = json!(why);
+            }
         }
         Err(e) => {
             println!("  interposer: not measured ({e})");
