@@ -236,4 +236,31 @@ proptest! {
         prop_assert!(filter.stats().peak_held <= bound + 1);
         prop_assert_eq!(filter.stats().held, 0);
     }
+
+    /// With every bound small (events held, threads, objects), whatever arrives: memory stays
+    /// within the bounds, the end of the stream terminates, and every event comes out once.
+    #[test]
+    fn small_bounds_on_everything_lose_nothing_and_end(
+        seed in any::<u64>(),
+        steps in 1usize..600,
+        bound in 1usize..64,
+    ) {
+        let h = history(seed, steps, 12);
+        let mut input = deliver(&h, seed);
+        let mut rng = Rng(seed ^ 0xaaaa);
+        input.retain(|_| rng.below(20) != 0);
+        let n = input.len();
+        let mut filter = OrderFilter::new(bound);
+        filter.limit_threads(4);
+        filter.limit_objects(16);
+        let mut out = 0usize;
+        for e in input {
+            filter.push(e, &mut |_| out += 1);
+            prop_assert!(filter.stats().held <= bound);
+            prop_assert!(filter.sizes().threads <= 4);
+        }
+        filter.finish(&mut |_| out += 1);
+        prop_assert_eq!(out, n);
+        prop_assert_eq!(filter.stats().held, 0);
+    }
 }
