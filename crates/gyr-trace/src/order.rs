@@ -50,8 +50,17 @@
 //!   that needed a forgotten cause is held and then released under the stall rule. Counted in
 //!   [`OrderStats::objects_forgotten`].
 //!
-//! Finding the event held longest costs O(1) amortised (a queue of held events in arrival
-//! order), so neither bound makes a crafted stream expensive.
+//! Finding the event held longest costs O(1) amortised (a queue of the runs of held events in
+//! arrival order), so neither bound makes a crafted stream expensive.
+//!
+//! # Cost
+//!
+//! A thread's events arrive in bursts (a monitor pass takes a thread's ring at once), so a
+//! held event usually has its thread's burst queued behind it. When its cause passes, the run
+//! of the queue that may pass is found first (each event's cause looked at and each passed
+//! event recorded, as if released one at a time) and then leaves the queue at once; a burst
+//! held behind one event costs one entry in the queue of runs. A queue woken by the number it
+//! waited for releases its head without looking again.
 //!
 //! # Hold-back ratio
 //!
@@ -188,31 +197,28 @@ impl OrderStats {
     }
 }
 
-/// The object a need is about, under which held threads wait to be examined again.
+/// The object a need is about, under which held threads wait to be examined again. Mutexes
+/// and conditions have none: their waiters are kept with their counts ([`Counted`]), so that a
+/// release wakes only the acquisition it lets pass, not every waiter of the mutex.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     Fork(u64),
     Exit(u64),
-    /// The release after acquisition `n` of a mutex: each waiter waits for exactly one, so a
-    /// release wakes only the acquisition it lets pass, not every waiter of the mutex.
-    Release(u64, u64),
-    /// Signal `n` of a condition.
-    Signal(u64, u64),
     Barrier(u64, u64),
 }
 
 impl Need {
-    fn key(self) -> Key {
+    /// The key to wait under, for needs other than a count's.
+    fn key(self) -> Option<Key> {
         match self {
-            Need::Fork { child } => Key::Fork(child),
-            Need::Exit { thread } => Key::Exit(thread),
-            Need::Release { mutex, n } => Key::Release(mutex, n),
-            Need::Signal { cond, n } => Key::Signal(cond, n),
+            Need::Fork { child } => Some(Key::Fork(child)),
+            Need::Exit { thread } => Some(Key::Exit(thread)),
+            Need::Release { .. } | Need::Signal { .. } => None,
             Need::Arrivals {
                 barrier,
                 generation,
                 ..
-            } => Key::Barrier(barrier, generation),
+            } => Some(Key::Barrier(barrier, generation)),
         }
     }
 }
@@ -280,7 +286,7 @@ impl Released {
 
     /// Records a released event of `thread`; returns the key whose waiters may now pass, and
     /// adds counted objects' waiters that may to `woken`.
-    fn pass(&mut self, thread: u64, kind: SyncEvent, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
+    fn pass(&mut self, thread: u64, kind: SyncEvent, woken: &mut Vec<(u32, u64)>) -> Option<Key> {
         let now = self.now;
         match kind {
             SyncEvent::ThreadBegin { .. } => {
@@ -297,11 +303,11 @@ impl Released {
                 Some(Key::Fork(child))
             }
             SyncEvent::MutexRelease { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, now, Key::Release, woken);
+                raise(&mut self.mutex, mutex, n, now, woken);
                 None
             }
             SyncEvent::CondSignal { cond, n } => {
-                raise(&mut self.cond, cond, n, now, Key::Signal, woken);
+                raise(&mut self.cond, cond, n, now, woken);
                 None
             }
             SyncEvent::BarrierArrive {
@@ -317,7 +323,7 @@ impl Released {
     }
 
     /// Records `need` as met, for an event released without its cause.
-    fn assume(&mut self, need: Need, woken: &mut Vec<(Key, u32)>) -> Option<Key> {
+    fn assume(&mut self, need: Need, woken: &mut Vec<(u32, u64)>) -> Option<Key> {
         let now = self.now;
         match need {
             Need::Fork { child } => {
@@ -327,11 +333,11 @@ impl Released {
                 self.exited.insert(thread, now);
             }
             Need::Release { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, now, Key::Release, woken);
+                raise(&mut self.mutex, mutex, n, now, woken);
                 return None;
             }
             Need::Signal { cond, n } => {
-                raise(&mut self.cond, cond, n, now, Key::Signal, woken);
+                raise(&mut self.cond, cond, n, now, woken);
                 return None;
             }
             Need::Arrivals {
@@ -343,7 +349,7 @@ impl Released {
                 *a = (a.0.max(parties), now);
             }
         }
-        Some(need.key())
+        need.key()
     }
 
     /// Objects whose state is kept.
@@ -389,8 +395,18 @@ struct Counted {
     count: u64,
     /// The arrival number of the last raise.
     used: u64,
-    /// `(n, slot)`: the queue in `slot` waits for number `n`.
-    waiters: Vec<(u64, u32)>,
+    /// `(n, slot, ticket)`: the queue in `slot` waits for number `n` (while its ticket is
+    /// `ticket`); the highest `n` first, so that a raise takes the waiters it satisfies from
+    /// the end without looking at the others.
+    waiters: Vec<(u64, u32, u64)>,
+}
+
+impl Counted {
+    /// Adds a waiter for number `n`, after those waiting longer for the same number.
+    fn add_waiter(&mut self, n: u64, slot: u32, ticket: u64) {
+        let at = self.waiters.partition_point(|&(w, _, _)| w > n);
+        self.waiters.insert(at, (n, slot, ticket));
+    }
 }
 
 /// Raises an object's count to `n`, moving the waiters it satisfies to `woken`.
@@ -399,8 +415,7 @@ fn raise(
     object: u64,
     n: u64,
     now: u64,
-    key: fn(u64, u64) -> Key,
-    woken: &mut Vec<(Key, u32)>,
+    woken: &mut Vec<(u32, u64)>,
 ) {
     let c = counts.entry(object).or_default();
     c.used = now;
@@ -408,17 +423,12 @@ fn raise(
         return;
     }
     c.count = n;
-    if c.waiters.is_empty() {
-        return;
+    while let Some(&(w, slot, ticket)) = c.waiters.last()
+        && w <= n
+    {
+        c.waiters.pop();
+        woken.push((slot, ticket));
     }
-    c.waiters.retain(|&(w, slot)| {
-        if w <= n {
-            woken.push((key(object, w), slot));
-            false
-        } else {
-            true
-        }
-    });
 }
 
 /// A thread's held events, oldest first, each with its arrival number. Queues are kept for
@@ -427,10 +437,13 @@ fn raise(
 struct Queue<T> {
     thread: u64,
     events: VecDeque<(u64, Event<T>)>,
-    /// The object the head waits on.
-    waiting_on: Option<Key>,
-    /// The head is released without looking at its cause again: it was forced (its assumed
-    /// cause may already be forgotten under a small `max_objects`).
+    /// The ticket under which the head waits for its cause (0: it does not), kept by the
+    /// waiter entry too: an entry whose ticket is no longer the queue's is stale (the head was
+    /// forced, or the slot given back), so a wake-up is one comparison.
+    ticket: u64,
+    /// The head is released without looking at its cause again: the cause it waited for has
+    /// passed, or it was forced (its assumed cause may already be forgotten under a small
+    /// `max_objects`, and looking again would hold it forever).
     head_passes: bool,
 }
 
@@ -447,17 +460,21 @@ pub struct OrderFilter<T> {
     free: Vec<u32>,
     /// The last thread looked up and its slot: events come in bursts of one thread.
     last: Option<(u64, u32)>,
-    waiters: Map<Key, Vec<u32>>,
+    /// Who waits for a fork, an exit or a barrier's arrivals: `(slot, ticket)`.
+    waiters: Map<Key, Vec<(u32, u64)>>,
     /// Emptied waiter lists, reused so that a hold allocates nothing.
-    spare: Vec<Vec<u32>>,
-    /// Waiters of counted objects a release lets pass, to examine again.
-    woken: Vec<(Key, u32)>,
+    spare: Vec<Vec<(u32, u64)>>,
+    /// Waiters of counted objects a release lets pass, to examine again: `(slot, ticket)`.
+    woken: Vec<(u32, u64)>,
+    /// The last ticket handed to a waiting queue.
+    tickets: u64,
     /// Slots to examine again, from objects that changed.
     ready: Vec<u32>,
-    /// `(arrival, slot)` of every event held, in arrival order, so that the one held longest
-    /// is found at once. Entries of events since released are dropped when they reach the
-    /// front (an entry is current while its event heads its queue there), and the whole queue
-    /// is rebuilt when such entries outnumber the held events.
+    /// `(arrival, slot)` of the held events in arrival order, one entry per run of events held
+    /// one after the other by the same slot (a thread's burst), so that the one held longest
+    /// is found at once. Entries of runs since released are dropped when they reach the front
+    /// (see [`OrderFilter::oldest`]), and the whole queue is rebuilt when such entries
+    /// outnumber the held events.
     arrivals: VecDeque<(u64, u32)>,
     stats: OrderStats,
     stalls: VecDeque<Stall>,
@@ -482,6 +499,7 @@ impl<T> OrderFilter<T> {
             waiters: Map::default(),
             spare: Vec::new(),
             woken: Vec::new(),
+            tickets: 0,
             ready: Vec::new(),
             arrivals: VecDeque::new(),
             stats: OrderStats::default(),
@@ -525,11 +543,10 @@ impl<T> OrderFilter<T> {
             q.events.push_back((arrival, event));
             self.stats.holds += 1;
             self.note_held(slot, arrival);
-        } else if event.kind != SyncEvent::Other
-            && let Some(need) = self.released.need(event.thread, event.kind)
-        {
-            q.events.push_back((arrival, event));
-            self.wait(slot, need.key());
+        } else if event.kind != SyncEvent::Other && self.hold(slot, event.thread, event.kind) {
+            self.queues[slot as usize]
+                .events
+                .push_back((arrival, event));
             self.stats.holds += 1;
             self.note_held(slot, arrival);
         } else {
@@ -559,17 +576,18 @@ impl<T> OrderFilter<T> {
         self.oldest().map(|(_, a)| a)
     }
 
-    /// The slot and arrival number of the event held longest. An entry at the front of
-    /// `arrivals` whose event no longer heads its queue was released: every event held before
-    /// it in its thread would have an entry further ahead.
+    /// The slot and arrival number of the event held longest. The front entry of `arrivals`
+    /// stands for a run: the events its slot held from its arrival up to the next entry's. If
+    /// its queue's head lies in that run, it is the event held longest (every event held
+    /// before it had an entry further ahead, and every other one lies in a later run); if not,
+    /// the whole run was released.
     fn oldest(&mut self) -> Option<(u32, u64)> {
         while let Some(&(a, slot)) = self.arrivals.front() {
-            if self.queues[slot as usize]
-                .events
-                .front()
-                .is_some_and(|(h, _)| *h == a)
+            let next = self.arrivals.get(1).map_or(u64::MAX, |&(n, _)| n);
+            if let Some(&(h, _)) = self.queues[slot as usize].events.front()
+                && (a..next).contains(&h)
             {
-                return Some((slot, a));
+                return Some((slot, h));
             }
             self.arrivals.pop_front();
         }
@@ -624,7 +642,7 @@ impl<T> OrderFilter<T> {
                 self.queues.push(Queue {
                     thread,
                     events: VecDeque::new(),
-                    waiting_on: None,
+                    ticket: 0,
                     head_passes: false,
                 });
                 (self.queues.len() - 1) as u32
@@ -680,7 +698,7 @@ impl<T> OrderFilter<T> {
         {
             self.slots.remove(&thread);
             let q = &mut self.queues[slot as usize];
-            q.waiting_on = None;
+            q.ticket = 0;
             q.head_passes = false;
             if q.events.capacity() > 1024 {
                 q.events = VecDeque::new();
@@ -698,9 +716,11 @@ impl<T> OrderFilter<T> {
     fn note_held(&mut self, slot: u32, arrival: u64) {
         self.stats.held += 1;
         self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
-        self.arrivals.push_back((arrival, slot));
-        if self.arrivals.len() > 2 * self.stats.held + 1024 {
-            self.rebuild_arrivals();
+        if self.arrivals.back().is_none_or(|&(_, s)| s != slot) {
+            self.arrivals.push_back((arrival, slot));
+            if self.arrivals.len() > 2 * self.stats.held + 1024 {
+                self.rebuild_arrivals();
+            }
         }
     }
 
@@ -708,12 +728,13 @@ impl<T> OrderFilter<T> {
     /// outnumber the held ones (an event held long while many passed behind it).
     #[cold]
     fn rebuild_arrivals(&mut self) {
-        self.arrivals.clear();
+        let mut all: Vec<(u64, u32)> = Vec::with_capacity(self.stats.held);
         for (s, q) in self.queues.iter().enumerate() {
-            self.arrivals
-                .extend(q.events.iter().map(|(a, _)| (*a, s as u32)));
+            all.extend(q.events.iter().map(|(a, _)| (*a, s as u32)));
         }
-        self.arrivals.make_contiguous().sort_unstable();
+        all.sort_unstable();
+        all.dedup_by_key(|&mut (_, s)| s);
+        self.arrivals = all.into();
     }
 
     /// Forgets the least recently changed objects when there are more than `max_objects`.
@@ -723,46 +744,101 @@ impl<T> OrderFilter<T> {
         }
     }
 
+    /// Whether the event `kind` of `thread`, at the head of `slot`, must wait for its cause;
+    /// if so, the slot now waits for it. A mutex's or condition's count is looked up once for
+    /// both.
+    #[inline]
+    fn hold(&mut self, slot: u32, thread: u64, kind: SyncEvent) -> bool {
+        let (counts, object, n) = match kind {
+            SyncEvent::MutexAcquire { mutex, n } if n > 1 => {
+                (&mut self.released.mutex, mutex, n - 1)
+            }
+            SyncEvent::SharedAcquire { lock, after } if after > 0 => {
+                (&mut self.released.mutex, lock, after)
+            }
+            SyncEvent::CondSignal { cond, n } if n > 1 => (&mut self.released.cond, cond, n - 1),
+            SyncEvent::CondWake { cond, after } if after > 0 => {
+                (&mut self.released.cond, cond, after)
+            }
+            SyncEvent::ThreadBegin { parent: Some(_) }
+            | SyncEvent::JoinEnd { .. }
+            | SyncEvent::BarrierDepart { .. } => {
+                return match self.released.need(thread, kind).and_then(Need::key) {
+                    Some(key) => {
+                        self.wait(slot, key);
+                        true
+                    }
+                    None => false,
+                };
+            }
+            _ => return false,
+        };
+        let c = counts.entry(object).or_default();
+        if c.count >= n {
+            return false;
+        }
+        // A queue already waiting waits for this head's cause: its head cannot change before
+        // it is woken or forced, which takes its ticket back.
+        let q = &mut self.queues[slot as usize];
+        if q.ticket == 0 {
+            self.tickets += 1;
+            q.ticket = self.tickets;
+            c.add_waiter(n, slot, q.ticket);
+        }
+        true
+    }
+
+    /// Makes `slot` wait for a fork, an exit or a barrier's arrivals.
     fn wait(&mut self, slot: u32, key: Key) {
         let q = &mut self.queues[slot as usize];
-        if q.waiting_on != Some(key) {
-            q.waiting_on = Some(key);
-            let counted = match key {
-                Key::Release(m, n) => Some((&mut self.released.mutex, m, n)),
-                Key::Signal(c, n) => Some((&mut self.released.cond, c, n)),
-                _ => None,
-            };
-            if let Some((counts, object, n)) = counted {
-                counts.entry(object).or_default().waiters.push((n, slot));
-                return;
-            }
+        if q.ticket == 0 {
+            self.tickets += 1;
+            q.ticket = self.tickets;
             let spare = &mut self.spare;
             self.waiters
                 .entry(key)
                 .or_insert_with(|| spare.pop().unwrap_or_default())
-                .push(slot);
+                .push((slot, q.ticket));
         }
     }
 
     #[inline]
     fn release(&mut self, event: Event<T>, out: &mut impl FnMut(Event<T>)) {
         self.stats.released += 1;
-        if event.kind == SyncEvent::Other {
-            // Nothing waits for it: skip the bookkeeping (half of most streams).
-            out(event);
-            return;
-        }
-        let exit = matches!(event.kind, SyncEvent::Exit).then_some(event.thread);
-        let key = self
-            .released
-            .pass(event.thread, event.kind, &mut self.woken);
-        if key.is_some() || !self.woken.is_empty() {
-            self.wake_passed(key);
-        }
-        self.bound_objects();
+        let (thread, kind) = (event.thread, event.kind);
+        self.passed(thread, kind);
         out(event);
-        if let Some(thread) = exit {
+        if kind == SyncEvent::Exit {
             self.retire(thread);
+        }
+    }
+
+    /// Records that an event of `thread` has passed, waking what it lets pass. Most events
+    /// change nothing another waits for: they return at once.
+    #[inline]
+    fn passed(&mut self, thread: u64, kind: SyncEvent) {
+        match kind {
+            SyncEvent::Other
+            | SyncEvent::MutexAcquire { .. }
+            | SyncEvent::SharedAcquire { .. }
+            | SyncEvent::CondWake { .. }
+            | SyncEvent::JoinEnd { .. }
+            | SyncEvent::BarrierDepart { .. } => {}
+            SyncEvent::MutexRelease { mutex, n } => {
+                let now = self.released.now;
+                raise(&mut self.released.mutex, mutex, n, now, &mut self.woken);
+                if !self.woken.is_empty() {
+                    self.wake_passed(None);
+                }
+                self.bound_objects();
+            }
+            _ => {
+                let key = self.released.pass(thread, kind, &mut self.woken);
+                if key.is_some() || !self.woken.is_empty() {
+                    self.wake_passed(key);
+                }
+                self.bound_objects();
+            }
         }
     }
 
@@ -771,10 +847,12 @@ impl<T> OrderFilter<T> {
         if let Some(key) = key {
             self.wake(key);
         }
-        for (key, slot) in self.woken.drain(..) {
+        for (slot, ticket) in self.woken.drain(..) {
             let q = &mut self.queues[slot as usize];
-            if q.waiting_on == Some(key) {
-                q.waiting_on = None;
+            if q.ticket == ticket {
+                q.ticket = 0;
+                // Woken by the number it waits for: its cause has passed.
+                q.head_passes = true;
                 self.ready.push(slot);
             }
         }
@@ -782,10 +860,13 @@ impl<T> OrderFilter<T> {
 
     fn wake(&mut self, key: Key) {
         if let Some(mut slots) = self.waiters.remove(&key) {
-            for s in slots.drain(..) {
+            // A fork or exit is the whole cause; a barrier's arrival may be one of several.
+            let passes = !matches!(key, Key::Barrier(..));
+            for (s, ticket) in slots.drain(..) {
                 let q = &mut self.queues[s as usize];
-                if q.waiting_on == Some(key) {
-                    q.waiting_on = None;
+                if q.ticket == ticket {
+                    q.ticket = 0;
+                    q.head_passes = passes;
                     self.ready.push(s);
                 }
             }
@@ -802,26 +883,39 @@ impl<T> OrderFilter<T> {
         }
     }
 
-    /// Releases a queue's events from the head while their causes have passed.
+    /// Releases a queue's events from the head while their causes have passed: first the run
+    /// that may pass is found (each event's cause looked at, each passed event recorded, as if
+    /// released one by one), then it leaves the queue at once.
     fn drain_queue(&mut self, slot: u32, out: &mut impl FnMut(Event<T>)) {
-        let mut passes = std::mem::take(&mut self.queues[slot as usize].head_passes);
-        loop {
-            let q = &mut self.queues[slot as usize];
-            let Some((_, head)) = q.events.front() else {
-                return;
-            };
-            let thread = q.thread;
-            if !std::mem::take(&mut passes)
-                && head.kind != SyncEvent::Other
-                && let Some(need) = self.released.need(thread, head.kind)
-            {
-                self.stats.holds += 1;
-                self.wait(slot, need.key());
-                return;
+        let q = &mut self.queues[slot as usize];
+        let mut passes = std::mem::take(&mut q.head_passes);
+        let thread = q.thread;
+        // Out of the queue while the run is found, so that looking at causes may borrow the
+        // filter; nothing else touches this queue meanwhile.
+        let mut events = std::mem::take(&mut q.events);
+        let mut run = 0;
+        let mut exit = false;
+        for (_, event) in &events {
+            let kind = event.kind;
+            if kind != SyncEvent::Other {
+                if !passes && self.hold(slot, thread, kind) {
+                    self.stats.holds += 1;
+                    break;
+                }
+                self.passed(thread, kind);
+                exit |= kind == SyncEvent::Exit;
             }
-            let (_, event) = q.events.pop_front().expect("a head");
-            self.stats.held -= 1;
-            self.release(event, out);
+            passes = false;
+            run += 1;
+        }
+        self.stats.held -= run;
+        self.stats.released += run as u64;
+        for (_, event) in events.drain(..run) {
+            out(event);
+        }
+        self.queues[slot as usize].events = events;
+        if exit {
+            self.retire(thread);
         }
     }
 
@@ -848,7 +942,7 @@ impl<T> OrderFilter<T> {
             self.bound_objects();
         }
         let q = &mut self.queues[slot as usize];
-        q.waiting_on = None;
+        q.ticket = 0;
         q.head_passes = true;
         self.ready.push(slot);
         self.run_ready(out);

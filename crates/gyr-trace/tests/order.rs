@@ -130,6 +130,45 @@ fn deliver(history: &[(u64, SyncEvent)], seed: u64) -> Vec<Event<(u64, usize)>> 
     out
 }
 
+/// The history as monitor passes deliver it: every `pass` events of the history, each thread's
+/// new events in one burst, the threads in a shuffled order. Bursts are long, so a thread's
+/// queue is released in long runs.
+fn deliver_in_passes(
+    history: &[(u64, SyncEvent)],
+    pass: usize,
+    seed: u64,
+) -> Vec<Event<(u64, usize)>> {
+    /// A thread's events, each with its place in the history.
+    type Placed = Vec<(usize, Event<(u64, usize)>)>;
+    let mut per_thread: HashMap<u64, Placed> = HashMap::new();
+    for (at, &(thread, kind)) in history.iter().enumerate() {
+        let q = per_thread.entry(thread).or_default();
+        let data = (thread, q.len());
+        q.push((at, Event { thread, kind, data }));
+    }
+    let mut threads: Vec<Placed> = per_thread.into_values().collect();
+    threads.sort_by_key(|q| q[0].1.thread);
+    let mut rng = Rng(seed.wrapping_mul(17) | 1);
+    let mut next = vec![0usize; threads.len()];
+    let mut out = Vec::with_capacity(history.len());
+    let mut end = 0;
+    while out.len() < history.len() {
+        end += pass;
+        for i in (1..threads.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            threads.swap(i, j);
+            next.swap(i, j);
+        }
+        for (q, n) in threads.iter().zip(next.iter_mut()) {
+            while *n < q.len() && q[*n].0 < end {
+                out.push(q[*n].1.clone());
+                *n += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Checks, independently of the filter, that `out` is causally consistent.
 fn check_causal(out: &[(u64, SyncEvent)]) -> Result<(), String> {
     let mut forked = HashSet::new();
@@ -262,5 +301,35 @@ proptest! {
         filter.finish(&mut |_| out += 1);
         prop_assert_eq!(out, n);
         prop_assert_eq!(filter.stats().held, 0);
+    }
+
+    /// Whole bursts per thread and pass, as the benchmark delivers them: long runs of a
+    /// thread's queue pass at once, and the output is as for any interleaving.
+    #[test]
+    fn monitor_passes_come_out_causally_consistent(
+        seed in any::<u64>(),
+        steps in 1usize..2000,
+        threads in 1u64..16,
+        pass in 1usize..200,
+    ) {
+        let h = history(seed, steps, threads);
+        let input = deliver_in_passes(&h, pass, seed);
+        prop_assert_eq!(input.len(), h.len());
+        let mut filter = OrderFilter::new(usize::MAX);
+        let mut out = Vec::new();
+        for e in input {
+            filter.push(e, &mut |e| out.push(e));
+        }
+        let stats = filter.stats();
+        prop_assert_eq!((stats.held, stats.forced), (0, 0));
+        prop_assert_eq!(out.len(), h.len());
+        let mut next: HashMap<u64, usize> = HashMap::new();
+        for e in &out {
+            let n = next.entry(e.data.0).or_default();
+            prop_assert_eq!(e.data.1, *n, "thread {}'s events in order", e.data.0);
+            *n += 1;
+        }
+        let kinds: Vec<(u64, SyncEvent)> = out.iter().map(|e| (e.thread, e.kind)).collect();
+        check_causal(&kinds).map_err(TestCaseError::fail)?;
     }
 }
