@@ -98,7 +98,8 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
-    /// Falcon's on-line ordering filter on a synthetic 64-thread lock-heavy stream.
+    /// Falcon's on-line ordering filter on a synthetic 64-thread lock-heavy stream; the
+    /// life-time view's tiles, the exports and the pthread interposer.
     Ordering {
         /// End with one JSON object on the last line of stdout.
         #[arg(long)]
@@ -106,6 +107,10 @@ enum Bench {
         /// A shorter run (for smoke tests).
         #[arg(long)]
         quick: bool,
+        /// Run only these parts (repeatable): filter, timeline, exports, interposer. The JSON
+        /// then holds only their figures.
+        #[arg(long, value_name = "PART")]
+        only: Vec<ordering::Part>,
     },
     /// Trace-driven prediction: the replay's speed, the MPI interposer's cost per call, and
     /// predictions of examples/mpi against measured runs (same network, and shared memory to
@@ -191,7 +196,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Web { json, quick } => web::run(json, quick),
         Bench::Rules { json, quick } => rules::run(json, quick),
         Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
-        Bench::Ordering { json, quick } => ordering::run(json, quick),
+        Bench::Ordering { json, quick, only } => ordering::run(json, quick, &only),
         Bench::Sim { json, quick } => sim::run(json, quick),
         Bench::HubFeeder {
             addr,

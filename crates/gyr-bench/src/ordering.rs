@@ -16,6 +16,19 @@ use gyr_trace::{Event, OrderFilter, SyncEvent};
 use serde_json::json;
 use std::time::Instant;
 
+/// The parts of the benchmark, for `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Part {
+    /// The ordering filter on the lock-heavy stream.
+    Filter,
+    /// The life-time view's tiles over 2000 threads.
+    Timeline,
+    /// Exports to Perfetto and Chrome JSON.
+    Exports,
+    /// The pthread interposer against the sensor.
+    Interposer,
+}
+
 /// Threads of the synthetic program, mutexes they share, and events between monitor passes.
 const THREADS: u64 = 64;
 const MUTEXES: u64 = 16;
@@ -329,12 +342,56 @@ fn exports(per_thread: u64, runs: usize) -> anyhow::Result<(f64, f64, u64)> {
     Ok((rates[0], rates[1], records))
 }
 
-pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
+pub(crate) fn run(json: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> {
+    let want = |p: Part| only.is_empty() || only.contains(&p);
+    // Each part's figures, in the JSON in the order they have always had there.
+    let mut filter = serde_json::Map::new();
+    let mut timeline = serde_json::Map::new();
+    let mut out = serde_json::Map::new();
+    out.insert("bench".into(), json!("ordering"));
+    if want(Part::Filter) {
+        filter_figures(quick, &mut Rng(0x6779_7221), &mut filter)?;
+    }
+    if want(Part::Timeline) {
+        // A generator of its own, so that the part alone sees the same program and viewports.
+        timeline_figures(quick, &mut Rng(0x6779_7222), &mut timeline);
+    }
+    if want(Part::Exports) {
+        let (perfetto, chrome, exported) = exports(if quick { 300_000 } else { 1_500_000 }, 3)?;
+        println!(
+            "exports of a {exported}-record trace: Perfetto {:.1} M records/s (target >= 10 M), Chrome JSON {:.1} M/s",
+            perfetto / 1e6,
+            chrome / 1e6
+        );
+        out.insert(
+            "export_perfetto_events_per_s".into(),
+            json!(perfetto.round()),
+        );
+        out.insert("export_chrome_events_per_s".into(), json!(chrome.round()));
+        out.insert("export_events_target".into(), json!(10e6));
+    }
+    if want(Part::Interposer) {
+        interposer_figures(quick, &mut out);
+    }
+    out.extend(timeline);
+    out.extend(filter);
+    if json {
+        println!("{}", serde_json::Value::Object(out));
+    }
+    Ok(())
+}
+
+/// The ordering filter's figures: events/s (best and median of the runs), hold-back ratio,
+/// events held at most.
+fn filter_figures(
+    quick: bool,
+    rng: &mut Rng,
+    out: &mut serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<()> {
     let events = if quick { 1_000_000 } else { 10_000_000 };
     let runs = if quick { 3 } else { 5 };
-    let mut rng = Rng(0x6779_7221);
-    let per_thread = history(events, &mut rng);
-    let stream = delivered(&per_thread, &mut rng);
+    let per_thread = history(events, rng);
+    let stream = delivered(&per_thread, rng);
     let n = stream.len();
     println!(
         "ordering filter: {n} events of {} threads on {MUTEXES} mutexes, a monitor pass every {PASS_EVENTS} events",
@@ -384,25 +441,47 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         s.hold_back_ratio(),
         s.peak_held
     );
+    out.insert("events".into(), json!(n));
+    out.insert("threads".into(), json!(THREADS + 1));
+    out.insert("events_per_s".into(), json!(best.round()));
+    out.insert("events_per_s_median".into(), json!(median.round()));
+    out.insert("events_per_s_target".into(), json!(30e6));
+    out.insert("hold_back_ratio".into(), json!(r3(s.hold_back_ratio())));
+    out.insert("peak_held".into(), json!(s.peak_held));
+    Ok(())
+}
+
+/// The life-time view's figures: how fast it was built, and its tiles' p50 and p99.
+fn timeline_figures(
+    quick: bool,
+    rng: &mut Rng,
+    out: &mut serde_json::Map<String, serde_json::Value>,
+) {
     let (threads, timeline_events) = if quick {
         (2000, 6_000_000)
     } else {
         (2000, 100_000_000)
     };
     println!("life-time view: {threads} threads, {timeline_events} thread events");
-    let (build_s, mut tile_ms) = timeline_tiles(threads, timeline_events, 300, &mut rng);
+    let (build_s, mut tile_ms) = timeline_tiles(threads, timeline_events, 300, rng);
     let tile_p50 = percentile(&mut tile_ms, 0.5);
     let tile_p99 = percentile(&mut tile_ms, 0.99);
     println!(
         "  built in {build_s:.1} s ({:.1} M events/s); a viewport of 40 rows x 1400 px: p50 {tile_p50:.2} ms, p99 {tile_p99:.2} ms (the hub's share of a 16 ms frame)",
         timeline_events as f64 / build_s / 1e6
     );
-    let (perfetto, chrome, exported) = exports(if quick { 300_000 } else { 1_500_000 }, 3)?;
-    println!(
-        "exports of a {exported}-record trace: Perfetto {:.1} M records/s (target >= 10 M), Chrome JSON {:.1} M/s",
-        perfetto / 1e6,
-        chrome / 1e6
+    out.insert("timeline_threads".into(), json!(threads));
+    out.insert("timeline_events".into(), json!(timeline_events));
+    out.insert(
+        "timeline_events_per_s".into(),
+        json!((timeline_events as f64 / build_s).round()),
     );
+    out.insert("timeline_tile_ms_p50".into(), json!(r3(tile_p50)));
+    out.insert("timeline_tile_ms_p99".into(), json!(r3(tile_p99)));
+}
+
+/// The interposer's figures, `NaN` (null in the JSON) when it could not be measured.
+fn interposer_figures(quick: bool, out: &mut serde_json::Map<String, serde_json::Value>) {
     let inter = interposer(quick);
     match &inter {
         Ok((with, without, sensor)) => println!(
@@ -415,34 +494,16 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     let (with, without, sensor) = inter
         .as_ref()
         .map_or((f64::NAN, f64::NAN, f64::NAN), |v| *v);
-    if json {
-        println!(
-            "{}",
-            json!({
-                "bench": "ordering",
-                "export_perfetto_events_per_s": perfetto.round(),
-                "export_chrome_events_per_s": chrome.round(),
-                "export_events_target": 10e6,
-                "interposer_ns_per_lock": r3(with),
-                "uninstrumented_ns_per_lock": r3(without),
-                "sensor_ns_per_event": r3(sensor),
-                "interposer_ns_per_event_added": r3((with - without) / 2.0),
-                "ratio_interposer_vs_sensor": r3((with - without) / 2.0 / sensor),
-                "ratio_target": 2.0,
-                "timeline_threads": threads,
-                "timeline_events": timeline_events,
-                "timeline_events_per_s": (timeline_events as f64 / build_s).round(),
-                "timeline_tile_ms_p50": r3(tile_p50),
-                "timeline_tile_ms_p99": r3(tile_p99),
-                "events": n,
-                "threads": THREADS + 1,
-                "events_per_s": best.round(),
-                "events_per_s_median": median.round(),
-                "events_per_s_target": 30e6,
-                "hold_back_ratio": r3(s.hold_back_ratio()),
-                "peak_held": s.peak_held,
-            })
-        );
-    }
-    Ok(())
+    out.insert("interposer_ns_per_lock".into(), json!(r3(with)));
+    out.insert("uninstrumented_ns_per_lock".into(), json!(r3(without)));
+    out.insert("sensor_ns_per_event".into(), json!(r3(sensor)));
+    out.insert(
+        "interposer_ns_per_event_added".into(),
+        json!(r3((with - without) / 2.0)),
+    );
+    out.insert(
+        "ratio_interposer_vs_sensor".into(),
+        json!(r3((with - without) / 2.0 / sensor)),
+    );
+    out.insert("ratio_target".into(), json!(2.0));
 }
