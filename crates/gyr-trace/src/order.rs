@@ -182,7 +182,7 @@ pub struct OrderSizes {
     pub slots: usize,
     /// Objects whose state is kept (forks, exits, mutexes, conditions, barrier generations).
     pub objects: usize,
-    /// Entries in the queue of held events by arrival.
+    /// Entries in the queue of held events by arrival (one per run a thread held).
     pub arrivals: usize,
 }
 
