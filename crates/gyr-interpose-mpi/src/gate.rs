@@ -10,7 +10,14 @@
 //! called `MPI_Send`, or a Fortran binding that called the C `MPI_*` function rather than
 //! `PMPI_*`, is recorded once, as the call the program made.
 //!
-//! The state is a plain thread-local flag without a destructor: reading it never allocates.
+//! # The thread's block
+//!
+//! What a call needs of its thread is one small block: the busy flag and the address of the
+//! thread's `errno` (found once, not by a call into the C library on every call). It is plain
+//! thread-local data without a destructor, zero in a new thread: reading it never allocates.
+//! On x86-64 Linux it is in the static TLS block (initial-exec: this library is preloaded),
+//! reached with one `%fs`-relative address computation rather than a call of `__tls_get_addr`,
+//! which a `thread_local!` in a shared library costs; elsewhere it is a `thread_local!`.
 
 use crate::events::{MpiBegin, MpiEnd};
 use std::cell::Cell;
@@ -20,8 +27,101 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Whether calls are recorded at all (see the module doc).
 pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-thread_local! {
-    static BUSY: Cell<bool> = const { Cell::new(false) };
+/// One thread's block (see the module doc). All zeros is its initial value.
+#[repr(C)]
+pub(crate) struct Block {
+    busy: Cell<bool>,
+    /// The thread's `errno`, null until first needed.
+    errno: Cell<*mut libc::c_int>,
+}
+
+impl Block {
+    /// The address of the calling thread's `errno`.
+    #[inline]
+    fn errno(&self) -> *mut libc::c_int {
+        let p = self.errno.get();
+        if !p.is_null() {
+            return p;
+        }
+        // SAFETY: __errno_location has no preconditions; it returns the calling thread's
+        // errno, whose address stays the same for the thread's life (and in a forked child).
+        let p = unsafe { libc::__errno_location() };
+        self.errno.set(p);
+        p
+    }
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("busy", &self.busy.get())
+            .finish()
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod tls {
+    use super::Block;
+
+    // The block's storage: 16 zero bytes in `.tbss` (so every thread starts with a zeroed
+    // copy), hidden (global to this library's objects, which may
+    // come from several codegen units, and exported by none).
+    std::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl gyr_mpi_thread_block",
+        ".hidden gyr_mpi_thread_block",
+        ".type gyr_mpi_thread_block,@object",
+        ".size gyr_mpi_thread_block,16",
+        "gyr_mpi_thread_block:",
+        ".zero 16",
+        ".popsection",
+    );
+
+    const _: () = assert!(size_of::<Block>() <= 16 && align_of::<Block>() <= 8);
+
+    /// The calling thread's block.
+    #[inline(always)]
+    pub(super) fn block() -> &'static Block {
+        let p: *const Block;
+        // SAFETY: reads the block's offset from the thread pointer (a GOT entry the loader
+        // fills, initial-exec model) and adds the thread pointer (`%fs:0` holds its own
+        // address on x86-64 Linux): the address of this thread's copy of the 16 bytes above.
+        // No memory is written; the addition changes the flags.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr [rip + gyr_mpi_thread_block@GOTTPOFF]",
+                "add {p}, qword ptr fs:[0]",
+                p = out(reg) p,
+                options(nostack, readonly, pure),
+            );
+        }
+        // SAFETY: the copy is this thread's, 8-byte aligned, zero-initialised (a valid
+        // `Block`: not busy, errno null) and lives as long as the thread; `Block` is made of
+        // `Cell`s and not `Sync`, and the reference never leaves this thread (`Call` is neither
+        // `Send` nor stored), so it is only ever used here while the thread runs.
+        unsafe { &*p }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+mod tls {
+    use super::Block;
+    use std::cell::Cell;
+
+    thread_local! {
+        static BLOCK: Block = const {
+            Block { busy: Cell::new(false), errno: Cell::new(std::ptr::null_mut()) }
+        };
+    }
+
+    /// The calling thread's block.
+    #[inline(always)]
+    pub(super) fn block() -> &'static Block {
+        // SAFETY: the block lives as long as the thread and has no destructor, and the
+        // reference never leaves this thread (see the x86-64 version).
+        BLOCK.with(|b| unsafe { &*(b as *const Block) })
+    }
 }
 
 /// One MPI call being recorded: `gyr.mpi.begin` was emitted, the thread is busy and its `errno`
@@ -32,7 +132,7 @@ thread_local! {
 #[must_use = "end() records the call's end and restores the thread's state"]
 pub(crate) struct Call {
     name: &'static str,
-    busy: &'static Cell<bool>,
+    block: &'static Block,
     /// The thread's `errno`, and the value the program should see: as the call found it, then
     /// as the real call left it. What gyr does in between is not the program's.
     errno: *mut libc::c_int,
@@ -46,22 +146,18 @@ impl Call {
         if !ACTIVE.load(Ordering::Relaxed) {
             return None;
         }
-        // SAFETY: the cell lives as long as the thread, and `Call` never leaves the wrapper
-        // that made it (it is neither `Send` nor stored), so the reference is used on this
-        // thread while the thread runs.
-        let busy: &'static Cell<bool> = BUSY.with(|c| unsafe { &*(c as *const Cell<bool>) });
-        if busy.get() {
+        let block = tls::block();
+        if block.busy.get() {
             return None;
         }
-        busy.set(true);
-        // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno.
-        let errno = unsafe { libc::__errno_location() };
-        // SAFETY: as above.
+        block.busy.set(true);
+        let errno = block.errno();
+        // SAFETY: the calling thread's errno.
         let errno_value = unsafe { *errno };
         quiet(|| gyr::emit(&MpiBegin { call: name }));
         Some(Call {
             name,
-            busy,
+            block,
             errno,
             errno_value,
         })
@@ -92,7 +188,7 @@ impl Call {
         quiet(|| gyr::emit(&MpiEnd { call: name, ret }));
         // SAFETY: the calling thread's errno, which lives as long as the thread.
         unsafe { *self.errno = self.errno_value };
-        self.busy.set(false);
+        self.block.busy.set(false);
         ret
     }
 }
@@ -117,5 +213,44 @@ mod tests {
         let again = Call::begin("MPI_Send").expect("recorded again after the end");
         let _ = again.end(0);
         ACTIVE.store(false, Ordering::SeqCst);
+    }
+
+    /// The block's `unsafe` (its address computed from the thread pointer): every thread,
+    /// however many run at once, starts from a zeroed block of its own at an address no other
+    /// live thread has, and finds its own `errno` there.
+    #[test]
+    fn every_thread_has_a_zeroed_block_of_its_own() {
+        let barrier = std::sync::Barrier::new(8);
+        for _ in 0..20 {
+            let addrs: Vec<usize> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..8usize)
+                    .map(|t| {
+                        let barrier = &barrier;
+                        s.spawn(move || {
+                            let b = tls::block();
+                            assert!(!b.busy.get(), "a new thread is not busy");
+                            assert!(b.errno.get().is_null(), "nor has it found its errno");
+                            // SAFETY: __errno_location has no preconditions.
+                            assert_eq!(b.errno(), unsafe { libc::__errno_location() });
+                            barrier.wait();
+                            for i in 0..10_000 {
+                                let mine = (i + t) % 2 == 0;
+                                b.busy.set(mine);
+                                std::hint::black_box(());
+                                assert_eq!(tls::block().busy.get(), mine, "nobody else wrote it");
+                            }
+                            barrier.wait();
+                            b.busy.set(false);
+                            b as *const Block as usize
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut unique = addrs.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), addrs.len(), "{addrs:x?}");
+        }
     }
 }

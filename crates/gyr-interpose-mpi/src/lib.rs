@@ -39,7 +39,7 @@
 //! the communicator (`gyr.mpi.request`: -1 any source, -2 `MPI_PROC_NULL`); a message to or from
 //! `MPI_PROC_NULL` records no `gyr.msg.*` event. `comm` is 0 for `MPI_COMM_WORLD`, 1 for
 //! `MPI_COMM_SELF`, and the same id in every member for a derived one (see [`track`]). `bytes`
-//! is count × `PMPI_Type_size` for a send, and what `PMPI_Get_count` says arrived for a receive;
+//! is count × `PMPI_Type_size` for a send, and the bytes the status says arrived for a receive;
 //! `tag` is the actual tag. So every `gyr.msg.send` matches exactly one `gyr.msg.recv` under
 //! `gyr::msg`'s rule (source, destination, communicator, tag, n-th), unless a receive was
 //! cancelled, its request freed before completing, or its rank died first.

@@ -309,18 +309,6 @@ pub(crate) unsafe fn bytes_of_counts(n: usize, counts: *const c_int, datatype: D
     bytes(1, datatype) * total as u64
 }
 
-/// Bytes a completed receive's `status` says arrived.
-fn received_bytes(status: &Status) -> u64 {
-    let mut n: c_int = 0;
-    // SAFETY: a status the MPI library filled, MPI_BYTE, and an out-parameter.
-    let r = unsafe { ffi::get_count(status, ffi::BYTE.get(), &mut n) };
-    if r == ffi::SUCCESS && n >= 0 {
-        n as u64
-    } else {
-        0
-    }
-}
-
 /// A message to `dest` on `comm` begins: `gyr.msg.send` (nothing for `MPI_PROC_NULL`).
 pub(crate) fn sent(comm: Comm, dest: c_int, tag: c_int, count: c_int, datatype: Datatype) {
     if dest == ffi::PROC_NULL {
@@ -339,7 +327,7 @@ pub(crate) fn sent(comm: Comm, dest: c_int, tag: c_int, count: c_int, datatype: 
 fn received_on(info: &CommInfo, status: &Status) {
     let peer = info.world(status.source);
     if peer >= 0 {
-        gyr::msg::recv_on(info.id, peer as u32, status.tag, received_bytes(status));
+        gyr::msg::recv_on(info.id, peer as u32, status.tag, status.bytes());
     }
 }
 
