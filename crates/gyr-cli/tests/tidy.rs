@@ -259,7 +259,10 @@ fn the_arrows_check_catches_a_forbidden_dependency() {
 
 /// `{a,b}` in a path, expanded: `web/src/{app.js,app.css}` is two paths.
 fn expand_braces(path: &str) -> Vec<String> {
-    let (Some(open), Some(close)) = (path.find('{'), path.find('}')) else {
+    let Some(open) = path.find('{') else {
+        return vec![path.to_owned()];
+    };
+    let Some(close) = path[open..].find('}').map(|c| open + c) else {
         return vec![path.to_owned()];
     };
     path[open + 1..close]
@@ -306,7 +309,13 @@ fn missing_files(map: &str, root: &Path) -> Vec<String> {
         }
         for (i, token) in line.split('`').enumerate() {
             // Odd pieces are inside backticks; a token with a space is code, not a path.
-            if i % 2 == 0 || token.contains(' ') || token.contains('*') || token.contains("::") {
+            // A token with a quote is JSON or code, not a path.
+            if i % 2 == 0
+                || token.contains(' ')
+                || token.contains('*')
+                || token.contains("::")
+                || token.contains('"')
+            {
                 continue;
             }
             // `fuzz/seeds/TARGET`: a placeholder, not a file.
@@ -348,8 +357,8 @@ fn the_maps_name_only_files_that_exist() {
 
 #[test]
 fn the_file_check_catches_a_stale_name() {
-    let map =
-        "### crates/gyr-hub\n\n- `model.rs`: gone.\n- `lib.rs`, `crates/gyr/src/{ring,nope}.rs`";
+    let map = "### crates/gyr-hub\n\n- `model.rs`: gone.\n- `lib.rs`, `crates/gyr/src/{ring,nope}.rs`\n\
+         `{\"a\":{\"b\":1},\"c\":2}` `x}y{z`";
     assert_eq!(
         missing_files(map, &root()),
         ["model.rs", "crates/gyr/src/nope.rs"]
