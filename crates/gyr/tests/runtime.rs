@@ -355,6 +355,54 @@ fn exited_threads_are_drained_and_extended_sensors_filter() {
     assert!(mem.threads().iter().any(|t| t.name == "worker-a"));
 }
 
+/// Threads emitting from their thread-locals' destructors, before and after gyr's own buffer for
+/// the thread is destroyed, while others come and go: the sensor's fast path to that buffer
+/// (its address in the static TLS block) is closed before the buffer goes, so every event is
+/// delivered or counted as lost, and none is written through a buffer already dropped.
+#[test]
+fn events_from_thread_local_destructors_are_delivered_or_counted() {
+    let _g = support::serial();
+    #[derive(Sensor)]
+    struct Late {
+        n: u64,
+    }
+    struct EmitOnDrop(u64);
+    impl Drop for EmitOnDrop {
+        fn drop(&mut self) {
+            for n in 0..self.0 {
+                gyr::emit(&Late { n });
+            }
+        }
+    }
+    thread_local! {
+        static FIRST: EmitOnDrop = const { EmitOnDrop(100) };
+        static LAST: EmitOnDrop = const { EmitOnDrop(100) };
+    }
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let (rounds, per_round) = (16, 8);
+    for _ in 0..rounds {
+        let hs: Vec<_> = (0..per_round)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    // One destructor registered before gyr's buffer exists, one after.
+                    FIRST.with(|_| {});
+                    gyr::emit(&Late { n: u64::MAX });
+                    LAST.with(|_| {});
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    }
+    let summary = rt.shutdown();
+    let threads = (rounds * per_round) as u64;
+    let delivered = mem.events("late").len() as u64;
+    assert!(delivered >= threads, "{delivered}");
+    assert_eq!(delivered + summary.lost, threads * 201, "{summary:?}");
+}
+
 #[test]
 fn a_second_runtime_is_refused_and_bad_env_is_explained() {
     let _g = support::serial();
