@@ -187,7 +187,8 @@ fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f6
 }
 
 /// The sensor's own cost of one thread event (`gyr.mutex.acquire`'s payload), ns, in this
-/// process with a runtime whose sink discards: median of `runs` loops of `n` events.
+/// process with a runtime whose sink discards: best of `runs` loops of `n` events (noise on a
+/// shared machine only ever adds time).
 pub(crate) fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
     let rt = gyr::Builder::new()
         .serve(false)
@@ -203,14 +204,19 @@ pub(crate) fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
         per.push(start.elapsed().as_secs_f64() * 1e9 / n as f64);
     }
     rt.shutdown();
-    Ok(percentile(&mut per, 0.5))
+    Ok(best(&per))
+}
+
+/// The least of `values` (NaN for none).
+pub(crate) fn best(values: &[f64]) -> f64 {
+    values.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
 }
 
 /// The sensor's cost per event where a lock's events are recorded: a loop that locks a mutex,
 /// records its acquisition and release, and unlocks, against the same loop unrecorded (what
 /// `gyr::sync::Mutex` pays, and the interposer's floor). The lock's atomic instructions wait
 /// for the records' stores to leave the store buffer, which a loop of events alone never does:
-/// ns per event, median of `runs` pairs of loops of `n` pairs.
+/// ns per event, from the best of `runs` loops of `n` pairs each way.
 pub(crate) fn sensor_beside_lock_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
     let rt = gyr::Builder::new()
         .serve(false)
@@ -218,13 +224,13 @@ pub(crate) fn sensor_beside_lock_ns(n: u64, runs: usize) -> anyhow::Result<f64> 
         .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
         .start()?;
     let lock = std::sync::Mutex::new(0u64);
-    let mut per = Vec::new();
+    let (mut alone, mut recorded) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let start = Instant::now();
         for _ in 0..n {
             *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         }
-        let alone = start.elapsed().as_secs_f64();
+        alone.push(start.elapsed().as_secs_f64());
         let start = Instant::now();
         for i in 0..n {
             let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -233,12 +239,11 @@ pub(crate) fn sensor_beside_lock_ns(n: u64, runs: usize) -> anyhow::Result<f64> 
             gyr::emit!(gyr::sync::events::MutexRelease { mutex: 7, n: i });
             drop(g);
         }
-        let recorded = start.elapsed().as_secs_f64();
-        per.push((recorded - alone) * 1e9 / n as f64 / 2.0);
+        recorded.push(start.elapsed().as_secs_f64());
     }
     std::hint::black_box(&lock);
     rt.shutdown();
-    Ok(percentile(&mut per, 0.5))
+    Ok((best(&recorded) - best(&alone)) * 1e9 / n as f64 / 2.0)
 }
 
 /// Where `libgyr_interpose.so` is: `GYR_INTERPOSE_LIB`, or built beside this benchmark (it
@@ -260,7 +265,7 @@ pub(crate) fn preload_lib(var: &str, file: &str) -> Option<std::path::PathBuf> {
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
-/// `lockloop`'s CPU ns per lock/unlock pair, median of `runs`, with `preload` or without.
+/// `lockloop`'s CPU ns per lock/unlock pair, best of `runs`, with `preload` or without.
 fn lockloop(
     bin: &std::path::Path,
     preload: Option<&std::path::Path>,
@@ -286,7 +291,7 @@ fn lockloop(
         let j: serde_json::Value = serde_json::from_str(line.trim())?;
         per.push(j["cpu_ns_per_pair"].as_f64().unwrap_or(f64::NAN));
     }
-    Ok(percentile(&mut per, 0.5))
+    Ok(best(&per))
 }
 
 /// The interposer's figures: (with, without, sensor ns per event, sensor beside a lock ns per
@@ -311,8 +316,13 @@ fn interposer(quick: bool) -> anyhow::Result<(f64, f64, f64, f64)> {
     } else {
         (10_000_000, 7)
     };
-    let without = lockloop(&bin, None, n, runs)?;
-    let with = lockloop(&bin, Some(&lib), n, runs)?;
+    // Alternately, so that a busy spell of the machine falls on both sides.
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        without.push(lockloop(&bin, None, n, 1)?);
+        with.push(lockloop(&bin, Some(&lib), n, 1)?);
+    }
+    let (without, with) = (best(&without), best(&with));
     let sensor = sensor_ns(n, runs)?;
     let beside = sensor_beside_lock_ns(n, runs)?;
     Ok((with, without, sensor, beside))
