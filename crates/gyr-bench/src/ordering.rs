@@ -187,24 +187,31 @@ fn timeline_tiles(threads: u64, events: u64, tiles: usize, rng: &mut Rng) -> (f6
 }
 
 /// The sensor's own cost of one thread event (`gyr.mutex.acquire`'s payload), ns, in this
-/// process with a runtime whose sink discards: best of `runs` loops of `n` events (noise on a
-/// shared machine only ever adds time).
+/// process with a runtime whose sink discards: best of `runs` loops of `n` events, each under a
+/// runtime of its own (where the scheduler puts the runtime's monitor thread beside this one
+/// lasts the runtime's life, and one placement made every loop of a run 2-4x slower), since
+/// noise on a shared machine only ever adds time.
 pub(crate) fn sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
-    let rt = gyr::Builder::new()
-        .serve(false)
-        .handle_signals(false)
-        .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
-        .start()?;
     let mut per = Vec::new();
     for _ in 0..runs {
+        let rt = discarding_runtime()?;
         let start = Instant::now();
         for i in 0..n {
             gyr::emit!(gyr::sync::events::MutexAcquire { mutex: 7, n: i });
         }
         per.push(start.elapsed().as_secs_f64() * 1e9 / n as f64);
+        rt.shutdown();
     }
-    rt.shutdown();
     Ok(best(&per))
+}
+
+/// A runtime for the sensor's own figures: no server, no signal handlers, a sink that discards.
+pub(crate) fn discarding_runtime() -> anyhow::Result<gyr::Runtime> {
+    Ok(gyr::Builder::new()
+        .serve(false)
+        .handle_signals(false)
+        .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
+        .start()?)
 }
 
 /// The least of `values` (NaN for none).
@@ -213,19 +220,14 @@ pub(crate) fn best(values: &[f64]) -> f64 {
 }
 
 /// The sensor's cost per event where a lock's events are recorded: a loop that locks a mutex,
-/// records its acquisition and release, and unlocks, against the same loop unrecorded (what
-/// `gyr::sync::Mutex` pays, and the interposer's floor). The lock's atomic instructions wait
-/// for the records' stores to leave the store buffer, which a loop of events alone never does:
-/// ns per event, from the best of `runs` loops of `n` pairs each way.
+/// records its acquisition and release, and unlocks, against the same loop unrecorded: what
+/// `gyr::sync::Mutex` pays per event, the sensor's work overlapping the lock's. ns per event,
+/// from the best of `runs` loops of `n` pairs each way, each run under a runtime of its own.
 pub(crate) fn sensor_beside_lock_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
-    let rt = gyr::Builder::new()
-        .serve(false)
-        .handle_signals(false)
-        .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
-        .start()?;
     let lock = std::sync::Mutex::new(0u64);
     let (mut alone, mut recorded) = (Vec::new(), Vec::new());
     for _ in 0..runs {
+        let rt = discarding_runtime()?;
         let start = Instant::now();
         for _ in 0..n {
             *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
@@ -240,9 +242,9 @@ pub(crate) fn sensor_beside_lock_ns(n: u64, runs: usize) -> anyhow::Result<f64> 
             drop(g);
         }
         recorded.push(start.elapsed().as_secs_f64());
+        rt.shutdown();
     }
     std::hint::black_box(&lock);
-    rt.shutdown();
     Ok((best(&recorded) - best(&alone)) * 1e9 / n as f64 / 2.0)
 }
 

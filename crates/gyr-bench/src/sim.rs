@@ -18,7 +18,7 @@
 //!   and the JSON says why.
 
 use crate::figures::{median, r3};
-use crate::ordering::{best, preload_lib, sensor_ns};
+use crate::ordering::{best, discarding_runtime, preload_lib, sensor_ns};
 use gyr::Sensor;
 use gyr_sim::{Channel, LogGops, Network, RankProgram, mpi};
 use serde_json::json;
@@ -91,15 +91,12 @@ struct MpiEnd {
 
 /// The sensor's own cost of what one `MPI_Send` records (its begin, `gyr.msg.send`, its end),
 /// ns, in this process with a runtime whose sink discards: best of `runs` loops of `n` calls,
-/// as the interposer's side is the best of its runs.
+/// each under a runtime of its own (see [`sensor_ns`]), as the interposer's side is the best of
+/// its runs.
 fn call_sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
-    let rt = gyr::Builder::new()
-        .serve(false)
-        .handle_signals(false)
-        .sink(gyr::CallbackSink::new(|_: &gyr::Batch| {}))
-        .start()?;
     let mut per = Vec::new();
     for _ in 0..runs {
+        let rt = discarding_runtime()?;
         let start = Instant::now();
         for i in 0..n {
             gyr::emit(&MpiBegin { call: "MPI_Send" });
@@ -110,8 +107,8 @@ fn call_sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
             });
         }
         per.push(start.elapsed().as_secs_f64() * 1e9 / n as f64);
+        rt.shutdown();
     }
-    rt.shutdown();
     Ok(best(&per))
 }
 
