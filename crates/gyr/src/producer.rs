@@ -204,7 +204,9 @@ fn local_slow<'a>() -> Option<&'a RefCell<Option<ThreadBuffer>>> {
 
 /// The fast path to the thread's attachment cell: its address, and whether the thread's
 /// `LOCAL` was destroyed, in the static TLS block (initial-exec model; an executable's
-/// linker makes it local-exec). Zero in every new thread: not known yet, not closed.
+/// linker makes it local-exec). Zero in every new thread: not known yet, not closed. A library
+/// holding gyr that is loaded with `dlopen` (a Python extension, a plug-in) takes these 16
+/// bytes from the room glibc keeps in the static TLS block for such libraries.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod fast {
     use super::ThreadBuffer;
