@@ -26,13 +26,17 @@ pub(crate) struct InfoArgs {
 /// Arguments of `gyr trace export`.
 #[derive(Debug, Args)]
 pub(crate) struct ExportArgs {
-    /// The output format: perfetto, chrome, sddf-ascii or sddf-binary.
+    /// The output format: perfetto, chrome, sddf-ascii or sddf-binary (one file), or csv or
+    /// parquet (a directory of tables: one file per event type, named after it, such as
+    /// `gyr.steer.csv`, with typed columns and the time, wall-clock time, pid, thread, thread
+    /// name and sequence number of each record; parquet needs a gyr built with the feature
+    /// `parquet`).
     #[arg(long, short)]
     format: Format,
     /// The trace files, one process each.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The file to write.
+    /// The file to write; for csv and parquet the directory to create (or an empty one).
     #[arg(long, short)]
     output: PathBuf,
     /// Put every event after its causes first (Falcon's ordering filter).
@@ -306,7 +310,33 @@ fn need_text(n: &Need) -> String {
     }
 }
 
+/// Makes the directory of a table export: new, or empty (stale tables of another trace would
+/// be taken for this one's).
+fn table_dir(dir: &Path) -> Result<(), Failure> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Failure::input(anyhow::anyhow!(
+                    "{} is not empty: give a new directory (or an empty one) to write the tables into",
+                    dir.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the directory {}", dir.display()))
+            .map_err(Failure::from),
+        Err(e) => Err(Failure::input(anyhow::anyhow!(
+            "cannot use {} as the directory of the tables: {e}",
+            dir.display()
+        ))),
+    }
+}
+
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
+    args.format
+        .check_built()
+        .map_err(|e| Failure::input(anyhow::anyhow!(e)))?;
     crate::trace_clock::check_sync(args.sync, &args.sync_args)?;
     // Estimate the clocks and open the inputs before creating the output, so that a wrong
     // path or a run without messages leaves no file behind.
@@ -323,8 +353,6 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         .map(|p| export::open_input(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(Failure::input)?;
-    let file = std::fs::File::create(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
     let mut line = ProgressLine {
         tty: std::io::stderr().is_terminal(),
         shown: false,
@@ -336,14 +364,33 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         max_held: args.max_held,
         correct: args.correct,
     };
-    let result = export::export_inputs_on_clock(
-        inputs,
-        args.format,
-        file,
-        options,
-        clock.as_ref(),
-        &mut |p| line.show(p),
-    );
+    let mut tables = None;
+    let result = if args.format.is_tables() {
+        table_dir(&args.output)?;
+        export::export_tables(
+            inputs,
+            args.format,
+            &args.output,
+            options,
+            clock.as_ref(),
+            &mut |p| line.show(p),
+        )
+        .map(|(report, t)| {
+            tables = Some(t);
+            report
+        })
+    } else {
+        let file = std::fs::File::create(&args.output)
+            .with_context(|| format!("cannot create {}", args.output.display()))?;
+        export::export_inputs_on_clock(
+            inputs,
+            args.format,
+            file,
+            options,
+            clock.as_ref(),
+            &mut |p| line.show(p),
+        )
+    };
     line.done();
     let report = result.with_context(|| format!("writing {} failed", args.output.display()))?;
     let secs = started.elapsed().as_secs_f64();
@@ -404,6 +451,33 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
                 c.waits_moved
             );
         }
+    }
+    if let Some(t) = &tables {
+        for (name, path) in &t.tables {
+            eprintln!("gyr: table {}: {}", printable(name), path.display());
+        }
+        if t.skipped > 0 {
+            eprintln!(
+                "gyr: note: {} records were left out: their payload did not match their event type, or their type was never described",
+                t.skipped
+            );
+        }
+        eprintln!(
+            "gyr: wrote {}: {} records of {} file(s) as {} rows in {} {} tables in {:.2} s ({:.1} M records/s)",
+            args.output.display(),
+            report.records,
+            report.files.len(),
+            t.rows,
+            t.tables.len(),
+            args.format,
+            secs,
+            report.records as f64 / secs.max(1e-9) / 1e6
+        );
+        return Ok(if corrupt {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        });
     }
     eprintln!(
         "gyr: wrote {}: {} records of {} file(s) as {} {} events in {:.2} s ({:.1} M records/s)",

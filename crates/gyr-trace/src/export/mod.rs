@@ -33,10 +33,16 @@
 //! join, the last arrival at a barrier to each departure) become flows, numeric fields of the
 //! program's own event types become counters, and everything else an instant with its fields.
 //! SDDF keeps every record as a data record of its type's descriptor, in file order.
+//! The table formats (CSV, Parquet: [`table`]) write a directory with one table per event type
+//! and typed columns, for data-frame tools; they go through [`export_tables`].
 
 pub mod chrome;
+pub mod csv;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod perfetto;
 pub mod sddf;
+pub mod table;
 pub(crate) mod timeline;
 
 use crate::clock::ClockCorrection;
@@ -69,11 +75,23 @@ pub enum Format {
     SddfAscii,
     /// Pablo's self-describing data format, binary (`SDDFB`).
     SddfBinary,
+    /// A directory of CSV files, one table per event type ([`table`]).
+    Csv,
+    /// A directory of Parquet files, one table per event type ([`table`]); needs the feature
+    /// `parquet` (see [`PARQUET_BUILT`]).
+    Parquet,
 }
 
 impl Format {
     /// The names the command line takes.
-    pub const NAMES: [&'static str; 4] = ["perfetto", "chrome", "sddf-ascii", "sddf-binary"];
+    pub const NAMES: [&'static str; 6] = [
+        "perfetto",
+        "chrome",
+        "sddf-ascii",
+        "sddf-binary",
+        "csv",
+        "parquet",
+    ];
 
     /// The name of the format, as the command line takes it.
     pub fn name(self) -> &'static str {
@@ -82,9 +100,30 @@ impl Format {
             Format::Chrome => "chrome",
             Format::SddfAscii => "sddf-ascii",
             Format::SddfBinary => "sddf-binary",
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
         }
     }
+
+    /// Whether the format writes a directory of tables ([`export_tables`]) rather than a file.
+    pub fn is_tables(self) -> bool {
+        matches!(self, Format::Csv | Format::Parquet)
+    }
+
+    /// Refuses a format this build cannot write, saying how to build it in.
+    pub fn check_built(self) -> Result<(), String> {
+        if self == Format::Parquet && !PARQUET_BUILT {
+            return Err(NO_PARQUET.to_owned());
+        }
+        Ok(())
+    }
 }
+
+/// Whether this build writes Parquet (the feature `parquet` of gyr-trace, which gyr-cli
+/// forwards).
+pub const PARQUET_BUILT: bool = cfg!(feature = "parquet");
+
+const NO_PARQUET: &str = "this gyr was built without Parquet output (it adds the Arrow and Parquet crates to the build): build it with `cargo build --release -p gyr-cli --features parquet`, or export --format csv";
 
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -100,6 +139,8 @@ impl FromStr for Format {
             "chrome" | "json" => Ok(Format::Chrome),
             "sddf-ascii" | "sddfa" => Ok(Format::SddfAscii),
             "sddf-binary" | "sddfb" => Ok(Format::SddfBinary),
+            "csv" => Ok(Format::Csv),
+            "parquet" => Ok(Format::Parquet),
             _ => Err(format!(
                 "unknown format `{s}`: use one of {}",
                 Format::NAMES.join(", ")
@@ -403,6 +444,43 @@ pub fn export_inputs_on_clock<R: Read + Seek, W: Write>(
             clock,
             progress,
         ),
+        Format::Csv | Format::Parquet => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{format} writes a directory of tables, not one file: use export_tables"),
+        )),
+    }
+}
+
+/// Exports `inputs` (one process each) as tables of `format` (CSV or Parquet), one file per
+/// event type in the directory `dir`, which must exist; `clock` as in
+/// [`export_inputs_on_clock`]. Returns what was read and the tables written.
+pub fn export_tables<R: Read + Seek>(
+    inputs: Vec<Input<R>>,
+    format: Format,
+    dir: &Path,
+    options: Options,
+    clock: Option<&ClockCorrection>,
+    progress: &mut dyn FnMut(&Progress),
+) -> io::Result<(Report, table::TableStats)> {
+    match format {
+        Format::Csv => {
+            let mut w = table::TableWriter::new(csv::CsvSink::new(dir.to_owned()), dir, "csv");
+            let report = run(inputs, &mut w, options, clock, progress)?;
+            Ok((report, w.stats().clone()))
+        }
+        #[cfg(feature = "parquet")]
+        Format::Parquet => {
+            let mut w =
+                table::TableWriter::new(parquet::ParquetSink::new(dir.to_owned()), dir, "parquet");
+            let report = run(inputs, &mut w, options, clock, progress)?;
+            Ok((report, w.stats().clone()))
+        }
+        #[cfg(not(feature = "parquet"))]
+        Format::Parquet => Err(io::Error::new(io::ErrorKind::Unsupported, NO_PARQUET)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{format} writes one file, not a directory of tables: use export_inputs"),
+        )),
     }
 }
 
