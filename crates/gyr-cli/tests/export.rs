@@ -4,7 +4,10 @@
 //! The Perfetto output is decoded with Perfetto's own published descriptors
 //! (`tests/python/perfetto_check.py`, PyPI `perfetto` and `protobuf`) from the Python in
 //! `GYR_PYTHON`, or the environment `scripts/test` makes in `target/pyenv`, or `python3`.
-//! Without them that test is skipped with a message, except in CI (`CI=true`), where it fails.
+//! The CSV and Parquet tables are loaded with pandas, polars and pyarrow
+//! (`tests/python/tables_check.py`) from the same Python; Parquet only when gyr-cli is built
+//! with the feature `parquet` (`scripts/test` runs this file once more with it).
+//! Without them those tests are skipped with a message, except in CI (`CI=true`), where they fail.
 
 use gyr::gyr_core::record::push_record;
 use gyr::gyr_core::trace::{TraceEnd, TraceHeader, TraceWriter};
@@ -547,4 +550,140 @@ fn ordered_and_corrected_dumps_stats_and_exports() {
     assert!(err.contains("of monitoring removed"), "{err}");
     let json: Json = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert!(!json["traceEvents"].as_array().unwrap().is_empty());
+}
+
+/// A Python with pandas, polars and pyarrow, or why there is none.
+fn python_with_frames() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
+        Some(p) => vec![p.into()],
+        None => vec![
+            root.join("target/pyenv/bin/python"),
+            PathBuf::from("python3"),
+        ],
+    };
+    let mut why = Vec::new();
+    for p in candidates {
+        match Command::new(&p)
+            .args(["-c", "import pandas, polars, pyarrow"])
+            .output()
+        {
+            Ok(o) if o.status.success() => return Ok(p),
+            Ok(o) => why.push(format!(
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{}: {e}", p.display())),
+        }
+    }
+    Err(why.join("; "))
+}
+
+/// Exports the recorded trace as `format` tables into a new directory and checks them with
+/// pandas and polars (and pyarrow) against `gyr trace info --json`.
+fn check_tables(python: &Path, format: &str) {
+    let trace = recorded();
+    let out = dir().join(format!("tables-{format}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        format,
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("table step: ")), "{err}");
+    // The step table holds every one of the 600 events of the program's own type.
+    assert!(out.join(format!("step.{format}")).exists(), "{err}");
+    let info = dir().join(format!("tables-{format}-{}.json", std::process::id()));
+    std::fs::write(
+        &info,
+        ok(&gyr(&["trace", "info", "--json", trace.to_str().unwrap()])),
+    )
+    .unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/tables_check.py");
+    let o = Command::new(python)
+        .arg(script)
+        .arg(&out)
+        .arg(format)
+        .arg(&info)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        o.status.success() && stdout.trim_end().ends_with("ok"),
+        "the {format} tables do not load as they should:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("step: 600 rows"), "{stdout}");
+    // A second export into the same directory is refused: its tables would mix with these.
+    let again = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        format,
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("is not empty"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn tables_load_in_pandas_and_polars_with_their_types() {
+    let python = match python_with_frames() {
+        Ok(p) => p,
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "no Python with pandas, polars and pyarrow ({why}); scripts/test installs them into target/pyenv"
+        ),
+        Err(why) => {
+            eprintln!(
+                "skipped: no Python with pandas, polars and pyarrow ({why}); run scripts/test, or `pip install pandas polars pyarrow`"
+            );
+            return;
+        }
+    };
+    check_tables(&python, "csv");
+    if cfg!(feature = "parquet") {
+        check_tables(&python, "parquet");
+    }
+}
+
+#[test]
+fn parquet_needs_its_feature_or_works() {
+    let out = dir().join(format!("tables-feature-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "parquet",
+        recorded().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    if cfg!(feature = "parquet") {
+        ok(&o);
+        assert!(out.join("step.parquet").exists());
+    } else {
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--features parquet"), "{err}");
+        assert!(
+            !out.exists(),
+            "nothing is created when the format cannot be written"
+        );
+    }
 }

@@ -97,6 +97,12 @@ impl Series {
             .map(|b| ((b.index as f64 + 0.5) * BUCKET_S, b.sum / b.n as f64))
     }
 
+    /// The latest value taken in, raw (not decimated), and its program time: what `/metrics`
+    /// reports.
+    pub(crate) fn latest(&self) -> Option<(f64, f64)> {
+        self.window.back().copied()
+    }
+
     /// Count, mean, min, max, p50, p99 over the last [`STATS_WINDOW_S`] of program time,
     /// recomputed only when values arrived since the last time.
     pub(crate) fn stats(&mut self) -> Option<&Stats> {

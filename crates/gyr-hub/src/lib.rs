@@ -12,6 +12,7 @@ mod analysis;
 mod heap;
 mod input;
 mod lifetimes;
+mod metrics;
 mod mpi;
 mod output;
 mod program;
@@ -25,6 +26,7 @@ mod view;
 mod web;
 
 pub use analysis::{BUCKET_S, HISTORY_POINTS, STATS_WINDOW_S};
+pub use metrics::{MAX_LABEL_BYTES, MAX_SERIES};
 pub use replay::ReplayError;
 pub use store::DEFAULT_RECORD_QUEUE_BYTES;
 #[doc(hidden)]

@@ -54,6 +54,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/mpi", get(mpi))
         .route("/api/mpi/timeline", get(mpi_timeline))
         .route("/ws", get(ws))
+        .route("/metrics", get(metrics))
         .route(
             "/{*path}",
             get(|Path(f): Path<String>| async move { page_asset(&f) }),
@@ -402,6 +403,27 @@ async fn mpi_timeline(
         )
             .into_response(),
     }
+}
+
+/// Prometheus's scrape (`crate::metrics`). A scraper sends no `Origin`, and the `Host` it
+/// names is checked as every request's; where the hub asks for a token it takes the read
+/// token (or the steer token) as `Authorization: Bearer TOKEN`, as Prometheus's
+/// `authorization` setting sends it, or as the `token` query parameter.
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<TokenQuery>,
+) -> Response {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
+    let token = bearer.or(q.token.as_deref());
+    if shared.access.check(token).is_none() {
+        return refuse(&shared, token);
+    }
+    let text = crate::metrics::render(&shared);
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 async fn ws(

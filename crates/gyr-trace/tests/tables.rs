@@ -281,6 +281,7 @@ fn csv_tables_read_back() {
         let text = |v: &Value| match v {
             Value::Int(x) => x.to_string(),
             Value::UInt(x) => x.to_string(),
+            Value::Float(x) if x.fract() == 0.0 => format!("{x}.0"),
             Value::Float(x) => x.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Str(s) => s.clone(),
@@ -317,7 +318,7 @@ fn csv_tables_read_back() {
             .iter()
             .map(|r| r["x"].clone().unwrap())
             .collect::<Vec<_>>(),
-        ["0", "1.5", "3", "4.5"]
+        ["0.0", "1.5", "3.0", "4.5"]
     );
 }
 

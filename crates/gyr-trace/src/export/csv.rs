@@ -4,7 +4,8 @@
 //! A field holding a comma, a double quote, a carriage return or a line feed is quoted, its
 //! quotes doubled; an empty string is `""` and a missing value (no wall-clock anchor, a thread
 //! not yet described) nothing at all. Integers are written in full, floats in their shortest
-//! exact form (`NaN`, `inf`, `-inf` for the others), booleans as `true`/`false`, bytes in
+//! exact form with a decimal point or exponent (`2.0`, `1e300`; `NaN`, `inf`, `-inf`), so that
+//! readers that guess types from text still see floats, booleans as `true`/`false`, bytes in
 //! lower-case hexadecimal, wall-clock times as RFC 3339 in UTC with nine decimals. Lines end
 //! with `\n`.
 
@@ -66,7 +67,12 @@ pub(crate) fn push_cell(out: &mut Vec<u8>, ty: ColumnType, c: &Cell<'_>) {
                 out.extend_from_slice(b"NaN");
             } else {
                 // Shortest text that reads back as the same number; `inf` and `-inf` as such.
+                let at = out.len();
                 let _ = write!(out, "{}", gyr_core::ShortFloat(v));
+                // A whole number keeps a decimal point, so that readers infer a float column.
+                if v.is_finite() && !out[at..].iter().any(|b| matches!(b, b'.' | b'e')) {
+                    out.extend_from_slice(b".0");
+                }
             }
         }
         (Cell::Bool(b), _) => out.extend_from_slice(if b { b"true" } else { b"false" }),
@@ -148,6 +154,8 @@ mod tests {
         let ty = ColumnType::Scalar(gyr_core::schema::ScalarType::F64);
         for (i, c) in [
             Cell::Float(0.1),
+            Cell::Float(2.0),
+            Cell::Float(1e300),
             Cell::Float(f64::NAN),
             Cell::Float(f64::NEG_INFINITY),
             Cell::Int(-5),
@@ -166,7 +174,7 @@ mod tests {
         }
         assert_eq!(
             String::from_utf8(v).unwrap(),
-            "0.1|NaN|-inf|-5|18446744073709551615|true|00ab|"
+            "0.1|2.0|1e300|NaN|-inf|-5|18446744073709551615|true|00ab|"
         );
         let mut v = Vec::new();
         push_cell(&mut v, ColumnType::WallTime, &Cell::UInt(1_000_000_001));

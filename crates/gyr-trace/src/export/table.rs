@@ -461,7 +461,7 @@ mod tests {
         let names: Vec<_> = columns(&s).into_iter().map(|c| c.name).collect();
         assert_eq!(
             &names[7..],
-            ["pid_field", "v_0", "v_1", "v_0_"].map(String::from)
+            ["pid_field", "v_0", "v_1", "v_0_field"].map(String::from)
         );
         assert_eq!(file_stem(&s.name), "odd_name");
         assert_eq!(file_stem("gyr.steer#2"), "gyr.steer_2");
