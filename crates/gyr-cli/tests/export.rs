@@ -597,7 +597,7 @@ fn check_tables(python: &Path, format: &str) {
     ]);
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("table step: ")), "{err}");
+    assert!(err.contains("table step: "), "{err}");
     // The step table holds every one of the 600 events of the program's own type.
     assert!(out.join(format!("step.{format}")).exists(), "{err}");
     let info = dir().join(format!("tables-{format}-{}.json", std::process::id()));

@@ -107,6 +107,14 @@ impl Exposition {
     }
 }
 
+/// A family with one sample per program: name, type, help, and the value.
+type PerProgram = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ProgramMetrics) -> f64,
+);
+
 /// What one program gives, gathered under its lock.
 struct ProgramMetrics {
     pid: String,
@@ -203,7 +211,7 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     e.sample("gyr_hub_metrics_omitted", &[], omitted as f64);
 
-    let per_program: [(&str, &str, &str, fn(&ProgramMetrics) -> f64); 3] = [
+    let per_program: [PerProgram; 3] = [
         (
             "gyr_program_alive",
             "gauge",

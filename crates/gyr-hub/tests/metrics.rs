@@ -136,7 +136,7 @@ fn parse_exposition(text: &str) -> Vec<(String, HashMap<String, String>, f64)> {
         let mut labels = HashMap::new();
         if let Some(r) = rest.strip_prefix('{') {
             let mut chars = r.char_indices().peekable();
-            let mut end = None;
+            let end;
             loop {
                 // A label name up to '='.
                 let start = chars.peek().map(|(i, _)| *i).unwrap();
