@@ -497,6 +497,9 @@ pub(crate) struct FileStart<'a> {
     pub(crate) offset_ns: u64,
     /// Its rank in a message-passing job (`gyr.msg.rank`), if it said so early.
     pub(crate) rank: Option<u32>,
+    /// Whether its timestamps were put on another process's clock (`--sync`): then they are no
+    /// longer its own wall clock's.
+    pub(crate) on_clock: bool,
 }
 
 /// What an export format does with the items of its inputs, in order.
@@ -564,6 +567,7 @@ fn run<R: Read + Seek, C: Consumer>(
             format_version: input.reader.format_version(),
             offset_ns,
             rank: input.rank,
+            on_clock: clock.is_some(),
         })?;
         let mut error: Option<io::Error> = None;
         let mut corrector = options

@@ -10,7 +10,7 @@
 //! | column | type | holds |
 //! |---|---|---|
 //! | `time_ns` | u64 | ns since the process's timestamp 0 (several inputs: since the earliest one's, as the other exports place them) |
-//! | `wall_time` | timestamp (ns, UTC); RFC 3339 in CSV | the wall-clock time, from the header's anchor; empty when the file has none |
+//! | `wall_time` | timestamp (ns, UTC); RFC 3339 in CSV | the wall-clock time, from the header's anchor; empty when the file has none, or when the times were put on another process's clock (`--sync`) |
 //! | `pid` | u32 | the process (its input's header) |
 //! | `thread` | u64 | gyr's thread id |
 //! | `thread_name` | string | the thread's name, from its description; empty before one is seen |
@@ -327,7 +327,12 @@ impl<S: TableSink> Consumer for TableWriter<S> {
         self.threads.clear();
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
-        self.start_unix_ns = file.header.start_unix_ns;
+        // On another process's clock, times are no longer this file's wall clock's.
+        self.start_unix_ns = if file.on_clock {
+            0
+        } else {
+            file.header.start_unix_ns
+        };
         Ok(())
     }
 
