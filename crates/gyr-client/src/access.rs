@@ -12,6 +12,15 @@
 //! A call the listener takes marks its connection accepted ([`gyr_proto::listen::mark`]), so a
 //! guarded TCP listener keeps it open; a refused one leaves it to time out.
 //!
+//! # Reflection and health
+//!
+//! Server reflection describes only the published `.proto` files, and is a reading call: it
+//! takes any token that watches (read or steer) where tokens are asked for
+//! ([`Access::watch_gate`]). `grpc.health.v1` says no more than that the server answers, and
+//! health probes often cannot send headers: it takes every caller ([`Access::health_gate`]),
+//! but only a call with a valid token marks the connection, so a guarded TCP listener still
+//! closes one that never shows a token.
+//!
 //! # Refusals
 //!
 //! Both servers refuse with the same status codes ([`Refusal`]): a missing or wrong token is
@@ -168,6 +177,31 @@ impl Access {
             Err(Refusal::ReadOnly {
                 server: self.server,
             })
+        }
+    }
+
+    /// An interceptor letting through the callers that may watch (server reflection).
+    pub fn watch_gate(
+        &self,
+    ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static
+    {
+        let access = self.clone();
+        move |req| {
+            access.permission(&req)?;
+            Ok(req)
+        }
+    }
+
+    /// An interceptor letting every caller through (`grpc.health.v1`), marking the connection
+    /// of one with a valid token.
+    pub fn health_gate(
+        &self,
+    ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static
+    {
+        let access = self.clone();
+        move |req| {
+            let _ = access.permission(&req);
+            Ok(req)
         }
     }
 
@@ -382,6 +416,30 @@ mod tests {
         // A stranger learns nothing of the version.
         let (code, _) = refused(a.handshake(&handshake(None, PROTOCOL_VERSION + 1)));
         assert_eq!(code, Code::Unauthenticated);
+    }
+
+    #[test]
+    fn reflection_takes_a_watcher_and_health_anyone() {
+        let a = guarded(Server::Program);
+        let mut watch = a.watch_gate();
+        let mut health = a.health_gate();
+        for token in [Some(READ), Some(STEER)] {
+            let (req, mark) = request(token);
+            assert!(watch(req).is_ok());
+            assert!(mark.is_marked());
+        }
+        for token in [None, Some("wrong-0123456789abcdef")] {
+            let (req, _) = request(token);
+            assert_eq!(watch(req).unwrap_err().code(), Code::Unauthenticated);
+            let (req, mark) = request(token);
+            assert!(health(req).is_ok());
+            assert!(!mark.is_marked(), "a caller without a token is not accepted");
+        }
+        let (req, mark) = request(Some(READ));
+        assert!(health(req).is_ok());
+        assert!(mark.is_marked());
+        let (req, _) = request(None);
+        assert!(Access::open(Server::Hub).watch_gate()(req).is_ok());
     }
 
     #[test]
