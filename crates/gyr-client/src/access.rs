@@ -30,6 +30,7 @@
 
 use crate::CLIENT_HEADER;
 use crate::token::matches;
+use gyr_proto::listen::ConnectionInfo;
 use gyr_proto::{PROTOCOL_VERSION, v1};
 use tonic::{Request, Response, Status};
 
@@ -205,8 +206,9 @@ impl Access {
         }
     }
 
-    /// A handshake's checks, the caller's token first and then its protocol version; whether
-    /// it may steer.
+    /// A handshake's checks, the caller's token first and then its protocol version (which
+    /// must be set); whether it may steer. The name the client gives (`client`) is kept with
+    /// its connection for the steering log ([`client_name`]).
     pub fn handshake(&self, req: &Request<v1::HandshakeRequest>) -> Result<bool, Status> {
         let can_steer = self.permission(req)?;
         gyr_proto::check_version(
@@ -214,6 +216,9 @@ impl Access {
             self.server.name(),
             "the client",
         )?;
+        if let Some(c) = req.extensions().get::<ConnectionInfo>() {
+            c.client.set(&req.get_ref().client);
+        }
         Ok(can_steer)
     }
 
@@ -251,18 +256,27 @@ pub fn bearer<T>(req: &Request<T>) -> Option<&str> {
     Some(v.strip_prefix("Bearer ").unwrap_or(v))
 }
 
-/// The name the caller of `req` gives itself ([`CLIENT_HEADER`]), for the steering log.
-pub fn client_name<T>(req: &Request<T>) -> &str {
+/// The name the caller of `req` gives itself, for the steering log: the `client` of its
+/// connection's handshake, else the [`CLIENT_HEADER`] header, else "client".
+pub fn client_name<T>(req: &Request<T>) -> String {
+    if let Some(name) = req
+        .extensions()
+        .get::<ConnectionInfo>()
+        .and_then(|c| c.client.get())
+    {
+        return name;
+    }
     req.metadata()
         .get(CLIENT_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("client")
+        .to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gyr_proto::listen::{Authenticated, ConnectionInfo};
+    use gyr_proto::listen::Authenticated;
     use tonic::Code;
 
     const STEER: &str = "steer-0123456789abcdef";
@@ -281,8 +295,8 @@ mod tests {
         }
         let mark = Authenticated::default();
         req.extensions_mut().insert(ConnectionInfo {
-            remote: None,
             authenticated: mark.clone(),
+            ..ConnectionInfo::default()
         });
         (req, mark)
     }
@@ -408,8 +422,13 @@ mod tests {
         let a = guarded(Server::Program);
         let ok = handshake(Some(READ), PROTOCOL_VERSION);
         assert!(!a.handshake(&ok).unwrap());
-        // An old client sends no version (0): it is taken.
-        assert!(a.handshake(&handshake(Some(STEER), 0)).unwrap());
+        // A client that sets no version (0) is told what to send.
+        let (code, msg) = refused(a.handshake(&handshake(Some(STEER), 0)));
+        assert_eq!(code, Code::FailedPrecondition);
+        assert_eq!(
+            msg,
+            "the client sent no protocol_version: set protocol_version = 1 (gyr.v1) in its request"
+        );
         let (code, msg) = refused(a.handshake(&handshake(Some(STEER), PROTOCOL_VERSION + 1)));
         assert_eq!(code, Code::FailedPrecondition);
         assert!(msg.starts_with("this program speaks gyr protocol"), "{msg}");
@@ -465,6 +484,40 @@ mod tests {
         };
         assert_eq!(ping(Some(READ)).unwrap(), b"abc");
         assert_eq!(ping(None).unwrap_err().code(), Code::Unauthenticated);
+    }
+
+    #[test]
+    fn the_handshake_names_the_connection_before_the_header() {
+        let a = Access::open(Server::Program);
+        let mut hello = handshake(None, PROTOCOL_VERSION);
+        hello.get_mut().client = "monitor\u{7}.py".into();
+        hello
+            .metadata_mut()
+            .insert(CLIENT_HEADER, "grpc-python".parse().unwrap());
+        let info = hello.extensions().get::<ConnectionInfo>().unwrap().clone();
+        // Before the handshake, the header names the caller.
+        assert_eq!(client_name(&hello), "grpc-python");
+        a.handshake(&hello).unwrap();
+        // Later calls on the same connection carry the handshake's name, control characters
+        // dropped.
+        let mut later = Request::new(());
+        later.extensions_mut().insert(info.clone());
+        later
+            .metadata_mut()
+            .insert(CLIENT_HEADER, "grpc-python".parse().unwrap());
+        assert_eq!(client_name(&later), "monitor.py");
+        // A handshake without a name keeps the name; a refused one changes nothing.
+        let mut unnamed = handshake(None, PROTOCOL_VERSION);
+        unnamed.extensions_mut().insert(info.clone());
+        a.handshake(&unnamed).unwrap();
+        let mut refused = handshake(None, 0);
+        refused.get_mut().client = "other".into();
+        refused.extensions_mut().insert(info.clone());
+        assert!(a.handshake(&refused).is_err());
+        assert_eq!(info.client.get().as_deref(), Some("monitor.py"));
+        // A long name is cut.
+        info.client.set(&"x".repeat(1000));
+        assert_eq!(info.client.get().unwrap().len(), gyr_proto::listen::ClientName::MAX_LEN);
     }
 
     #[test]

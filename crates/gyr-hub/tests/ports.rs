@@ -102,8 +102,15 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
     rt.block_on(async {
         let ch: Channel = gyr_client::connect::tcp(&grpc.to_string()).await.unwrap();
         let mut c = GyrClient::new(ch);
-        let hello = c
+        // A handshake without a protocol version is told what to send.
+        let e = c
             .handshake(req(v1::HandshakeRequest::default(), None, None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert!(e.message().contains("set protocol_version = 1"), "{e}");
+        let hello = c
+            .handshake(req(hello(), None, None))
             .await
             .unwrap()
             .into_inner();
@@ -463,7 +470,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
         let hello = c
             .handshake(req(
-                v1::HandshakeRequest::default(),
+                hello(),
                 None,
                 Some("watch-secret-0123456789"),
             ))
@@ -482,7 +489,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
         let hello = c
             .handshake(req(
-                v1::HandshakeRequest::default(),
+                hello(),
                 None,
                 Some("steer-secret-0123456789"),
             ))
@@ -491,4 +498,12 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
             .into_inner();
         assert!(hello.can_steer);
     });
+}
+
+/// A handshake as every client sends it: with the protocol version.
+fn hello() -> v1::HandshakeRequest {
+    v1::HandshakeRequest {
+        protocol_version: gyr_proto::PROTOCOL_VERSION,
+        client: "ports-test".into(),
+    }
 }

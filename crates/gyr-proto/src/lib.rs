@@ -41,11 +41,17 @@ pub const SERVICE_NAME: &str = "gyr.v1.Gyr";
 /// The protocol version this crate speaks; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// Checks the protocol version a peer announced (0: not said, taken as this one). `server`
-/// and `peer` name the two sides in the refusal ("this hub", "the program").
+/// Checks the protocol version a peer announced. `server` and `peer` name the two sides in
+/// the refusal ("this hub", "the program"). An unset version (0) is refused: a client written
+/// against the `.proto` files must say which protocol it speaks.
 pub fn check_version(version: u32, server: &str, peer: &str) -> Result<(), tonic::Status> {
-    if version == 0 || version == PROTOCOL_VERSION {
+    if version == PROTOCOL_VERSION {
         Ok(())
+    } else if version == 0 {
+        Err(tonic::Status::failed_precondition(format!(
+            "{peer} sent no protocol_version: set protocol_version = {PROTOCOL_VERSION} \
+             (gyr.v1) in its request"
+        )))
     } else {
         Err(tonic::Status::failed_precondition(format!(
             "{server} speaks gyr protocol {PROTOCOL_VERSION}, {peer} {version}: use a matching gyr"
