@@ -341,6 +341,7 @@ async fn simulated_process(
             }],
             lost: 0,
             pid: 0,
+            anchor: None,
         };
         first = false;
         if tx

@@ -2,7 +2,8 @@
 //! program the hub watches, joined at any time by a new analysis or display (Falcon's
 //! attachable outputs). A subscriber names one program or takes them all; each batch carries
 //! its program's pid, and a subscriber gets a program's schemas and threads before its first
-//! records. Queues are bounded: a slow subscriber loses batches, counted in its next batch,
+//! records, and its first batch of each program carries that program's clock anchor. Queues
+//! are bounded: a slow subscriber loses batches, counted in its next batch,
 //! and never slows the hub or another subscriber.
 
 use crate::program::Process;
@@ -146,12 +147,16 @@ impl Outputs {
             } else {
                 (batch.schemas.clone(), batch.threads.clone())
             };
+            // The program's fresh anchor passes on; a subscriber new to the program gets the
+            // latest the hub has.
+            let anchor = batch.anchor.or(intro.then(|| p.clock_anchor()));
             let out = v1::EventBatch {
                 schemas,
                 threads,
                 blocks,
                 lost: std::mem::take(&mut sub.lost) + batch.lost,
                 pid: p.pid,
+                anchor,
             };
             match sub.tx.try_send(out) {
                 Ok(()) => {
@@ -210,5 +215,53 @@ mod tests {
         assert_eq!(unreadable, 0);
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0].type_name, "energy");
+    }
+}
+
+#[cfg(test)]
+mod anchor_tests {
+    use super::*;
+    use crate::program::{Source, tests::batch};
+    use gyr_core::{Field, FieldType, Schema, Value};
+
+    #[test]
+    fn each_program_s_first_batch_carries_its_anchor_and_fresh_ones_pass_on() {
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let outputs = Outputs::default();
+        let mut p = Process::new(7, vec![], 1_000, Source::Pushed);
+        let mut rx = outputs.subscribe(None, vec![], vec![]);
+        // Before the program's stream anchored anything, its timestamp 0 is the anchor.
+        let first = batch(&step, &[(1, vec![Value::UInt(1)])], 1);
+        p.ingest_batch(&first);
+        outputs.forward(&p, &first);
+        let got = rx.try_recv().unwrap().unwrap();
+        assert_eq!(
+            got.anchor,
+            Some(v1::ClockAnchor {
+                trace_ns: 0,
+                unix_ns: 1_000
+            })
+        );
+        // No anchor while nothing changed.
+        let second = batch(&step, &[(2, vec![Value::UInt(2)])], 2);
+        p.ingest_batch(&second);
+        outputs.forward(&p, &second);
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
+        // The program's own anchor is handed on, and a later subscriber starts from it.
+        let fresh = v1::ClockAnchor {
+            trace_ns: 50,
+            unix_ns: 9_000,
+        };
+        let mut third = batch(&step, &[(3, vec![Value::UInt(3)])], 3);
+        third.anchor = Some(fresh);
+        p.ingest_batch(&third);
+        outputs.forward(&p, &third);
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, Some(fresh));
+        let mut late = outputs.subscribe(Some(7), vec![], vec![]);
+        let fourth = batch(&step, &[(4, vec![Value::UInt(4)])], 4);
+        p.ingest_batch(&fourth);
+        outputs.forward(&p, &fourth);
+        assert_eq!(late.try_recv().unwrap().unwrap().anchor, Some(fresh));
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
     }
 }

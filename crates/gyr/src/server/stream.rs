@@ -4,6 +4,10 @@
 //! only the types and threads it asked for. Its queue is bounded; when it is full the batch is
 //! dropped for that subscriber and counted, and the count travels in its next batch: a slow
 //! client never slows the monitors, so it never slows the program.
+//!
+//! A subscriber's first batch carries a clock anchor (the trace clock and the wall clock read
+//! at one instant), and a new one follows every [`ANCHOR_PERIOD`] and after a dropped batch,
+//! so a client can put wall-clock times on records however long it stays.
 
 use crate::batch::Batch;
 use crate::sink::Sink;
@@ -22,8 +26,23 @@ pub const DEFAULT_SUBSCRIBER_QUEUE: usize = 256;
 /// stalled client can cost the program's memory.
 pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 16 << 20;
 
+/// How often a subscriber's stream carries a fresh clock anchor.
+pub(crate) const ANCHOR_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The trace clock and the wall clock, read one after the other.
+pub(crate) fn anchor_now() -> v1::ClockAnchor {
+    let trace_ns = crate::clock::clock().now_ns();
+    let unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    v1::ClockAnchor { trace_ns, unix_ns }
+}
+
 struct Subscriber {
     tx: BatchSender,
+    /// When it was last sent an anchor (`None`: its next batch carries one).
+    anchored: Option<std::time::Instant>,
     types: Option<HashSet<String>>,
     type_ids: HashSet<u32>,
     threads: Option<HashSet<u64>>,
@@ -54,6 +73,7 @@ impl Subscriber {
             .collect();
         let sub = Subscriber {
             tx,
+            anchored: None,
             type_ids,
             threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
             pending_schemas: st.schemas.iter().map(wire_schema).collect(),
@@ -211,6 +231,8 @@ impl Sink for FanoutSink {
                 })
                 .clone()
         };
+        // One reading of the clocks for every subscriber due an anchor.
+        let mut anchor: Option<(v1::ClockAnchor, std::time::Instant)> = None;
         st.subscribers.retain_mut(|sub| {
             let wanted = |thread: u64| sub.threads.as_ref().is_none_or(|t| t.contains(&thread));
             let (blocks, n) = if sub.types.is_none() {
@@ -256,16 +278,26 @@ impl Sink for FanoutSink {
                 sub.lost += n;
                 return true;
             }
+            let due = sub.anchored.is_none_or(|at| at.elapsed() >= ANCHOR_PERIOD);
+            let anchor = due.then(|| *anchor.get_or_insert_with(|| (anchor_now(), std::time::Instant::now())));
             let out = v1::EventBatch {
                 schemas: std::mem::take(&mut sub.pending_schemas),
                 threads: std::mem::take(&mut sub.pending_threads),
                 blocks,
                 lost: std::mem::take(&mut sub.lost),
                 pid: 0,
+                anchor: anchor.map(|(a, _)| a),
             };
             match sub.tx.try_send(out) {
-                Ok(()) => true,
+                Ok(()) => {
+                    if let Some((_, at)) = anchor {
+                        sub.anchored = Some(at);
+                    }
+                    true
+                }
                 Err(Refused::Full(b)) => {
+                    // The anchor went with the batch: the next one carries another.
+                    sub.anchored = None;
                     // Keep what describes the stream; count the records.
                     sub.pending_schemas = b.schemas;
                     sub.pending_threads = b.threads;
@@ -295,5 +327,65 @@ impl Sink for FanoutSink {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of one record of type 1 on thread 1, at `ts` ns.
+    fn batch(ts: u64) -> Batch {
+        let mut bytes = Vec::new();
+        gyr_core::record::push_record(&mut bytes, 1, ts, 0, 0, &[]);
+        Batch {
+            blocks: vec![(1, 0..bytes.len())],
+            bytes,
+            records: 1,
+            ..Batch::default()
+        }
+    }
+
+    #[test]
+    fn the_first_batch_anchors_the_trace_clock_to_the_wall_clock() {
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let before = anchor_now();
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new());
+        sink.batch(&batch(5)).unwrap();
+        sink.batch(&batch(6)).unwrap();
+        let after = anchor_now();
+        let first = rx.try_recv().unwrap().unwrap();
+        let a = first.anchor.expect("the first batch carries an anchor");
+        // Read between `before` and `after` on both clocks.
+        assert!(before.trace_ns <= a.trace_ns && a.trace_ns <= after.trace_ns);
+        assert!(before.unix_ns <= a.unix_ns && a.unix_ns <= after.unix_ns);
+        let second = rx.try_recv().unwrap().unwrap();
+        assert_eq!(second.anchor, None, "an anchor holds until the next one");
+        // A later subscriber gets its own.
+        let mut late = fanout.subscribe(Vec::new(), Vec::new());
+        sink.batch(&batch(7)).unwrap();
+        assert!(late.try_recv().unwrap().unwrap().anchor.is_some());
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
+    }
+
+    #[test]
+    fn a_dropped_batch_is_followed_by_a_fresh_anchor() {
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new());
+        // Fill the queue, so that the batches past it are dropped and counted.
+        for i in 0..=DEFAULT_SUBSCRIBER_QUEUE as u64 {
+            sink.batch(&batch(i)).unwrap();
+        }
+        let mut anchors = 0;
+        while let Some(b) = rx.try_recv() {
+            anchors += usize::from(b.unwrap().anchor.is_some());
+        }
+        assert_eq!(anchors, 1);
+        sink.batch(&batch(1000)).unwrap();
+        let next = rx.try_recv().unwrap().unwrap();
+        assert_eq!(next.lost, 1);
+        assert!(next.anchor.is_some(), "after a drop the stream is anchored again");
     }
 }
