@@ -110,7 +110,7 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
         assert!(e.message().contains("set protocol_version = 1"), "{e}");
         let hello = c
-            .handshake(req(hello(), None, None))
+            .handshake(req(handshake_request(), None, None))
             .await
             .unwrap()
             .into_inner();
@@ -470,7 +470,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
         let hello = c
             .handshake(req(
-                hello(),
+                handshake_request(),
                 None,
                 Some("watch-secret-0123456789"),
             ))
@@ -489,7 +489,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
         let hello = c
             .handshake(req(
-                hello(),
+                handshake_request(),
                 None,
                 Some("steer-secret-0123456789"),
             ))
@@ -501,7 +501,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
 }
 
 /// A handshake as every client sends it: with the protocol version.
-fn hello() -> v1::HandshakeRequest {
+fn handshake_request() -> v1::HandshakeRequest {
     v1::HandshakeRequest {
         protocol_version: gyr_proto::PROTOCOL_VERSION,
         client: "ports-test".into(),
