@@ -56,10 +56,7 @@ fn python_with(imports: &str) -> Result<PathBuf, String> {
     };
     let mut why = Vec::new();
     for p in candidates {
-        match Command::new(&p)
-            .args(["-c", imports])
-            .output()
-        {
+        match Command::new(&p).args(["-c", imports]).output() {
             Ok(o) if o.status.success() => return Ok(p),
             Ok(o) => why.push(format!(
                 "{}: {}",

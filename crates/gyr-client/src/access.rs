@@ -452,7 +452,10 @@ mod tests {
             assert_eq!(watch(req).unwrap_err().code(), Code::Unauthenticated);
             let (req, mark) = request(token);
             assert!(health(req).is_ok());
-            assert!(!mark.is_marked(), "a caller without a token is not accepted");
+            assert!(
+                !mark.is_marked(),
+                "a caller without a token is not accepted"
+            );
         }
         let (req, mark) = request(Some(READ));
         assert!(health(req).is_ok());
@@ -517,7 +520,10 @@ mod tests {
         assert_eq!(info.client.get().as_deref(), Some("monitor.py"));
         // A long name is cut.
         info.client.set(&"x".repeat(1000));
-        assert_eq!(info.client.get().unwrap().len(), gyr_proto::listen::ClientName::MAX_LEN);
+        assert_eq!(
+            info.client.get().unwrap().len(),
+            gyr_proto::listen::ClientName::MAX_LEN
+        );
     }
 
     #[test]

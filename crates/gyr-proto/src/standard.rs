@@ -68,7 +68,10 @@ impl Health {
 
     /// A `grpc.health.v1.Health` service reporting this health, behind `gate` (a server with
     /// several listeners serves one on each).
-    pub fn service<G: Interceptor>(&self, gate: G) -> InterceptedService<HealthServer<HealthService>, G> {
+    pub fn service<G: Interceptor>(
+        &self,
+        gate: G,
+    ) -> InterceptedService<HealthServer<HealthService>, G> {
         let svc = HealthService::from_health_reporter(self.reporter.clone());
         InterceptedService::new(HealthServer::new(svc), gate)
     }

@@ -205,14 +205,13 @@ pub(crate) fn start(
                     shutdown.await;
                     stopped.set(false).await;
                 };
-                let local_server = router(local, &health)
-                    .serve_with_incoming_shutdown(
-                        tokio_stream::StreamExt::map(
-                            tokio_stream::wrappers::UnixListenerStream::new(unix),
-                            |c| c.map(authority::AnyAuthority::new),
-                        ),
-                        shutdown,
-                    );
+                let local_server = router(local, &health).serve_with_incoming_shutdown(
+                    tokio_stream::StreamExt::map(
+                        tokio_stream::wrappers::UnixListenerStream::new(unix),
+                        |c| c.map(authority::AnyAuthority::new),
+                    ),
+                    shutdown,
+                );
                 let servers = async move {
                     match (tcp, remote) {
                         (Some((_, l)), Some(remote)) => {

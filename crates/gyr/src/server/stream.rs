@@ -279,7 +279,8 @@ impl Sink for FanoutSink {
                 return true;
             }
             let due = sub.anchored.is_none_or(|at| at.elapsed() >= ANCHOR_PERIOD);
-            let anchor = due.then(|| *anchor.get_or_insert_with(|| (anchor_now(), std::time::Instant::now())));
+            let anchor = due
+                .then(|| *anchor.get_or_insert_with(|| (anchor_now(), std::time::Instant::now())));
             let out = v1::EventBatch {
                 schemas: std::mem::take(&mut sub.pending_schemas),
                 threads: std::mem::take(&mut sub.pending_threads),
@@ -386,6 +387,9 @@ mod tests {
         sink.batch(&batch(1000)).unwrap();
         let next = rx.try_recv().unwrap().unwrap();
         assert_eq!(next.lost, 1);
-        assert!(next.anchor.is_some(), "after a drop the stream is anchored again");
+        assert!(
+            next.anchor.is_some(),
+            "after a drop the stream is anchored again"
+        );
     }
 }
