@@ -147,10 +147,8 @@ fn start(test: &str, dir: &Path, env: &[(&str, &str)]) -> (Program, serde_json::
     let json = dir.join(format!("{}.json", program.0.id()));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(v) = std::fs::read(&json).map(|b| serde_json::from_slice(&b)) {
-            if let Ok(v) = v {
-                return (program, v);
-            }
+        if let Ok(Ok(v)) = std::fs::read(&json).map(|b| serde_json::from_slice(&b)) {
+            return (program, v);
         }
         assert!(
             Instant::now() < deadline,
