@@ -449,7 +449,10 @@ fn the_descriptor_set_is_written_for_tools() {
     let file = dir.path().join("gyr.binpb");
     let o = gyr(&["api", "descriptor-set", "-o", file.to_str().unwrap()]);
     assert!(o.status.success(), "{o:?}");
-    assert_eq!(std::fs::read(&file).unwrap(), gyr_proto::FILE_DESCRIPTOR_SET);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        gyr_proto::FILE_DESCRIPTOR_SET
+    );
     // To standard output when it is not a terminal (here, a pipe).
     let o = gyr(&["api", "descriptor-set", "-o", "-"]);
     assert!(o.status.success(), "{o:?}");

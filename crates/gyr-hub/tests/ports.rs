@@ -457,6 +457,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
 
         let grpc = hub.grpc_addr().unwrap().to_string();
+        standard_services(&grpc, "watch-secret-0123456789").await;
         let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await.unwrap());
         let e = c
             .list_processes(req(v1::ListProcessesRequest {}, None, None))
@@ -505,5 +506,56 @@ fn handshake_request() -> v1::HandshakeRequest {
     v1::HandshakeRequest {
         protocol_version: gyr_proto::PROTOCOL_VERSION,
         client: "ports-test".into(),
+    }
+}
+
+/// A guarded hub's health answers without a token; its reflection takes the read token and
+/// lists the API, and refuses a caller without one.
+async fn standard_services(grpc: &str, read_token: &str) {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let ch = gyr_client::connect::tcp(grpc).await.unwrap();
+    let mut health = HealthClient::new(ch.clone());
+    for service in ["", "gyr.v1.Gyr"] {
+        let r = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status(), ServingStatus::Serving, "{service:?}");
+    }
+    let list = || {
+        tokio_stream::iter([ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        }])
+    };
+    let mut reflection = ServerReflectionClient::new(ch);
+    let e = reflection.server_reflection_info(list()).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
+    let mut r = tonic::Request::new(list());
+    r.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {read_token}").parse().unwrap(),
+    );
+    let mut stream = reflection
+        .server_reflection_info(r)
+        .await
+        .unwrap()
+        .into_inner();
+    let reply = stream.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(l)) = reply.message_response else {
+        panic!("not a list of services: {reply:?}");
+    };
+    let names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
+    for s in ["gyr.v1.Gyr", "grpc.health.v1.Health"] {
+        assert!(names.iter().any(|n| n == s), "{names:?}");
     }
 }
