@@ -129,6 +129,8 @@ async fn feed(addr: String, stop: Arc<AtomicBool>) -> anyhow::Result<u64> {
             lost: 0,
             pid: 0,
             anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         };
         first = false;
         let msg = v1::PublishMessage {
@@ -236,6 +238,8 @@ async fn feed_threads(
             lost: 0,
             pid: 0,
             anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         };
         let msg = v1::PublishMessage {
             kind: Some(v1::publish_message::Kind::Batch(b)),

@@ -554,6 +554,8 @@ pub(crate) mod tests {
             lost: 0,
             pid: 0,
             anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         }
     }
 

@@ -191,6 +191,7 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
                 v1::SubscribeRequest {
                     types: vec!["work".into()],
                     threads: vec![],
+                    decoded: false,
                 },
                 None,
                 None,

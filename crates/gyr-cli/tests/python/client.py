@@ -5,7 +5,7 @@ Usage: client.py SOCKET PROTO_DIR OUT_DIR
 Generates the stubs from gyr's .proto files into OUT_DIR, then: handshake, read and change
 `nbody.dt`, and a short subscription to `energy` events, decoded with the record layout of
 docs/client-guide.md (its decoder, copied) and placed on the wall clock by the stream's
-anchor. Prints `ok` when all went well.
+anchor, then another with the server decoding them. Prints `ok` when all went well.
 """
 
 import pathlib
@@ -62,6 +62,17 @@ def main():
         # On the wall clock, the event happened during this test.
         wall = anchor.unix_ns + (ts - anchor.trace_ns)
         assert abs(wall - time.time_ns()) < 600e9, (wall, time.time_ns())
+
+        # The same events decoded by the server, for clients that would rather not.
+        stream = gyr.Subscribe(events_pb2.SubscribeRequest(types=["energy"], decoded=True), timeout=30)
+        for batch in stream:
+            assert not batch.blocks, "decoded batches carry no blocks"
+            if batch.events:
+                e = batch.events[0]
+                break
+        stream.cancel()
+        assert e.type == "energy" and e.seq >= 1, e
+        assert [f.name for f in e.fields] == list(values), (e.fields, values)
     print("ok")
 
 

@@ -43,6 +43,8 @@ struct Subscriber {
     tx: BatchSender,
     /// When it was last sent an anchor (`None`: its next batch carries one).
     anchored: Option<std::time::Instant>,
+    /// It asked for records decoded into typed values rather than blocks.
+    decoded: bool,
     types: Option<HashSet<String>>,
     type_ids: HashSet<u32>,
     threads: Option<HashSet<u64>>,
@@ -62,6 +64,7 @@ impl Subscriber {
         types: Vec<String>,
         threads: Vec<u64>,
         publisher: bool,
+        decoded: bool,
     ) -> (Self, BatchReceiver) {
         let (tx, rx) = batch_queue(DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES);
         let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
@@ -74,6 +77,7 @@ impl Subscriber {
         let sub = Subscriber {
             tx,
             anchored: None,
+            decoded,
             type_ids,
             threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
             pending_schemas: st.schemas.iter().map(wire_schema).collect(),
@@ -142,10 +146,15 @@ impl Fanout {
     }
 
     /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
-    pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> BatchReceiver {
+    pub(crate) fn subscribe(
+        &self,
+        types: Vec<String>,
+        threads: Vec<u64>,
+        decoded: bool,
+    ) -> BatchReceiver {
         let mut st = self.lock();
         let roles = self.roles();
-        let (sub, rx) = Subscriber::new(&st, &roles, types, threads, false);
+        let (sub, rx) = Subscriber::new(&st, &roles, types, threads, false, decoded);
         st.subscribers.push(sub);
         rx
     }
@@ -156,7 +165,7 @@ impl Fanout {
     pub(crate) fn subscribe_publisher(&self) -> (BatchReceiver, u64) {
         let mut st = self.lock();
         let roles = self.roles();
-        let (mut sub, rx) = Subscriber::new(&st, &roles, Vec::new(), Vec::new(), true);
+        let (mut sub, rx) = Subscriber::new(&st, &roles, Vec::new(), Vec::new(), true, false);
         match st.subscribers.iter_mut().find(|s| s.publisher) {
             Some(old) => {
                 sub.lost = 0;
@@ -233,6 +242,8 @@ impl Sink for FanoutSink {
         };
         // One reading of the clocks for every subscriber due an anchor.
         let mut anchor: Option<(v1::ClockAnchor, std::time::Instant)> = None;
+        let st = &mut *st;
+        let schemas = &st.schemas;
         st.subscribers.retain_mut(|sub| {
             let wanted = |thread: u64| sub.threads.as_ref().is_none_or(|t| t.contains(&thread));
             let (blocks, n) = if sub.types.is_none() {
@@ -278,6 +289,14 @@ impl Sink for FanoutSink {
                 sub.lost += n;
                 return true;
             }
+            let (blocks, events, undecodable) = if sub.decoded {
+                let (events, bad) = gyr_proto::stream::decode_blocks(&blocks, |id| {
+                    schemas.iter().rev().find(|s| s.id == id)
+                });
+                (Vec::new(), events, bad)
+            } else {
+                (blocks, Vec::new(), 0)
+            };
             let due = sub.anchored.is_none_or(|at| at.elapsed() >= ANCHOR_PERIOD);
             let anchor = due
                 .then(|| *anchor.get_or_insert_with(|| (anchor_now(), std::time::Instant::now())));
@@ -288,6 +307,8 @@ impl Sink for FanoutSink {
                 lost: std::mem::take(&mut sub.lost),
                 pid: 0,
                 anchor: anchor.map(|(a, _)| a),
+                events,
+                undecodable,
             };
             match sub.tx.try_send(out) {
                 Ok(()) => {
@@ -352,7 +373,7 @@ mod tests {
         let fanout = Fanout::default();
         let mut sink = FanoutSink(fanout.clone());
         let before = anchor_now();
-        let mut rx = fanout.subscribe(Vec::new(), Vec::new());
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new(), false);
         sink.batch(&batch(5)).unwrap();
         sink.batch(&batch(6)).unwrap();
         let after = anchor_now();
@@ -364,7 +385,7 @@ mod tests {
         let second = rx.try_recv().unwrap().unwrap();
         assert_eq!(second.anchor, None, "an anchor holds until the next one");
         // A later subscriber gets its own.
-        let mut late = fanout.subscribe(Vec::new(), Vec::new());
+        let mut late = fanout.subscribe(Vec::new(), Vec::new(), false);
         sink.batch(&batch(7)).unwrap();
         assert!(late.try_recv().unwrap().unwrap().anchor.is_some());
         assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
@@ -374,7 +395,7 @@ mod tests {
     fn a_dropped_batch_is_followed_by_a_fresh_anchor() {
         let fanout = Fanout::default();
         let mut sink = FanoutSink(fanout.clone());
-        let mut rx = fanout.subscribe(Vec::new(), Vec::new());
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new(), false);
         // Fill the queue, so that the batches past it are dropped and counted.
         for i in 0..=DEFAULT_SUBSCRIBER_QUEUE as u64 {
             sink.batch(&batch(i)).unwrap();
@@ -391,5 +412,39 @@ mod tests {
             next.anchor.is_some(),
             "after a drop the stream is anchored again"
         );
+    }
+
+    #[test]
+    fn a_subscriber_may_take_its_records_decoded() {
+        use gyr_core::{Field, FieldType, Value};
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let mut plain = fanout.subscribe(Vec::new(), Vec::new(), false);
+        let mut decoded = fanout.subscribe(Vec::new(), Vec::new(), true);
+        let mut b = Batch {
+            schemas: vec![step.clone()],
+            ..Batch::default()
+        };
+        let payload = gyr_core::value::encode(&step, &[Value::UInt(42)]).unwrap();
+        gyr_core::record::push_record(&mut b.bytes, 1, 9, 3, 0, &payload);
+        // A record of a type never described is counted, not sent.
+        gyr_core::record::push_record(&mut b.bytes, 7, 10, 4, 0, &[]);
+        b.blocks = vec![(5, 0..b.bytes.len())];
+        b.records = 2;
+        sink.batch(&b).unwrap();
+        let p = plain.try_recv().unwrap().unwrap();
+        assert_eq!((p.blocks.len(), p.events.len()), (1, 0));
+        let d = decoded.try_recv().unwrap().unwrap();
+        assert!(d.blocks.is_empty());
+        assert_eq!(d.undecodable, 1);
+        assert_eq!(d.schemas.len(), 1, "the schemas still come");
+        let e = &d.events[0];
+        assert_eq!(
+            (e.thread, e.r#type.as_str(), e.timestamp, e.seq),
+            (5, "step", 9, 3)
+        );
+        assert_eq!(e.fields[0].name, "n");
+        assert_eq!(e.fields[0].value, Some(Value::UInt(42).into()));
     }
 }
