@@ -1,8 +1,13 @@
-//! Compiles the `.proto` files with the pure-Rust `protox`, so that building needs no `protoc`.
+//! Compiles the `.proto` files with the pure-Rust `protox`, so that building needs no `protoc`,
+//! and keeps their descriptor set (with comments) for server reflection and for tools.
+
+use prost::Message;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
     let fds = protox::compile(["gyr/v1/service.proto"], ["proto"])?;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("gyr_v1.binpb"), fds.encode_to_vec())?;
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)

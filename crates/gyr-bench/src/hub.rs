@@ -341,6 +341,9 @@ async fn simulated_process(
             }],
             lost: 0,
             pid: 0,
+            anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         };
         first = false;
         if tx
@@ -552,6 +555,7 @@ async fn grpc_latency(addr: SocketAddr, until: Instant) -> anyhow::Result<Vec<f6
         .subscribe(v1::SubscribeRequest {
             types: vec!["bench.hub_probe".into()],
             threads: vec![],
+            decoded: false,
         })
         .await?
         .into_inner();

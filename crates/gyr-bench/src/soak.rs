@@ -201,6 +201,7 @@ async fn subscribe(grpc: String) -> anyhow::Result<(u64, u64)> {
         .subscribe(v1::SubscribeRequest {
             types: vec![TYPE.into()],
             threads: vec![],
+            decoded: false,
         })
         .await?
         .into_inner();

@@ -128,6 +128,9 @@ async fn feed(addr: String, stop: Arc<AtomicBool>) -> anyhow::Result<u64> {
             blocks,
             lost: 0,
             pid: 0,
+            anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         };
         first = false;
         let msg = v1::PublishMessage {
@@ -234,6 +237,9 @@ async fn feed_threads(
             blocks,
             lost: 0,
             pid: 0,
+            anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         };
         let msg = v1::PublishMessage {
             kind: Some(v1::publish_message::Kind::Batch(b)),

@@ -11,6 +11,7 @@
 //! (`gyr trace dump f | head`) is success. `gyr run` exits with its program's status (see
 //! `run_cmd` for the rest).
 
+mod api_cmd;
 mod attach;
 mod client;
 mod demo;
@@ -69,6 +70,9 @@ enum Command {
     /// Inspect trace files.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// What clients written without gyr need of its gRPC API (see docs/client-guide.md).
+    #[command(subcommand)]
+    Api(ApiCommand),
     /// Check a sensor specification file (TOML) and print the event types it defines.
     Spec {
         /// The spec file.
@@ -261,6 +265,17 @@ enum RulesCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum ApiCommand {
+    /// Write gyr.v1's compiled .proto files (an encoded FileDescriptorSet, with comments), for
+    /// tools that take one: `grpcurl -protoset gyr.binpb ...`.
+    DescriptorSet {
+        /// Where to write it (`-`: standard output, unless a terminal).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum TraceCommand {
     /// Per-type counts and rates, lost events, duration, per-thread summary, perturbation.
     Stats(trace_cmd::StatsArgs),
@@ -330,6 +345,7 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Export(a)) => trace_convert::export(a),
         Command::Trace(TraceCommand::Import(a)) => trace_convert::import(a),
         Command::Trace(TraceCommand::View(a)) => hub_cmd::view(a),
+        Command::Api(ApiCommand::DescriptorSet { output }) => api_cmd::descriptor_set(&output),
         Command::Spec { file } => spec_cmd::check(&file),
         Command::Ps { hub: None, .. } => steer_cmd::ps(),
         Command::Ps {

@@ -442,3 +442,24 @@ fn terminal_controls_in_a_trace_are_shown_not_obeyed() {
     let line: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(line["fields"]["text"], hostile);
 }
+
+#[test]
+fn the_descriptor_set_is_written_for_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gyr.binpb");
+    let o = gyr(&["api", "descriptor-set", "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        gyr_proto::FILE_DESCRIPTOR_SET
+    );
+    // To standard output when it is not a terminal (here, a pipe).
+    let o = gyr(&["api", "descriptor-set", "-o", "-"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(o.stdout, gyr_proto::FILE_DESCRIPTOR_SET);
+    let missing = dir.path().join("no/such/dir/gyr.binpb");
+    let o = gyr(&["api", "descriptor-set", "-o", missing.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("cannot write the descriptor set to"), "{err}");
+}

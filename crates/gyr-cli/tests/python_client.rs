@@ -3,9 +3,14 @@
 //! (whose `:authority` is the socket's path, percent-encoded), a handshake, a read and a
 //! change of an attribute, and a short subscription.
 //!
-//! grpcio and grpcio-tools come from the Python in `GYR_PYTHON`, or the environment
-//! `scripts/test` makes in `target/pyenv`, or `python3`. Without them the test is skipped
-//! with a message, except in CI (`CI=true`), where it fails.
+//! And a client with nothing of gyr's (`python/standard.py`): grpcio's health checker and
+//! reflection client, over the Unix socket and over TCP with a token, finding the API by
+//! reflection and seeing a handshake without a protocol version refused.
+//!
+//! grpcio and grpcio-tools (and grpcio-reflection, grpcio-health-checking) come from the
+//! Python in `GYR_PYTHON`, or the environment `scripts/test` makes in `target/pyenv`, or
+//! `python3`. Without them the tests are skipped with a message, except in CI (`CI=true`),
+//! where they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -37,6 +42,11 @@ fn root() -> PathBuf {
 
 /// A Python with grpcio and grpcio-tools, or why there is none.
 fn python() -> Result<PathBuf, String> {
+    python_with("import grpc, grpc_tools")
+}
+
+/// A Python that can run `imports`, or why there is none.
+fn python_with(imports: &str) -> Result<PathBuf, String> {
     let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
         Some(p) => vec![p.into()],
         None => vec![
@@ -46,10 +56,7 @@ fn python() -> Result<PathBuf, String> {
     };
     let mut why = Vec::new();
     for p in candidates {
-        match Command::new(&p)
-            .args(["-c", "import grpc, grpc_tools"])
-            .output()
-        {
+        match Command::new(&p).args(["-c", imports]).output() {
             Ok(o) if o.status.success() => return Ok(p),
             Ok(o) => why.push(format!(
                 "{}: {}",
@@ -119,4 +126,78 @@ fn a_grpcio_client_steers_and_watches_over_the_unix_socket() {
         o.status.success() && out.trim_end().ends_with("ok"),
         "the Python client failed:\n{out}\n{err}"
     );
+}
+
+/// The program of `test`, in a private announcement directory `dir`, with `env`; waits for its
+/// announcement and returns it with the program.
+fn start(test: &str, dir: &Path, env: &[(&str, &str)]) -> (Program, serde_json::Value) {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", test, "--nocapture"])
+        .env(CHILD, "1")
+        .env("GYR_SOCKET_DIR", dir)
+        .env_remove("GYR_LISTEN")
+        .env_remove("GYR_TOKEN")
+        .env_remove("GYR_READ_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let program = Program(c.spawn().unwrap());
+    let json = dir.join(format!("{}.json", program.0.id()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Ok(v)) = std::fs::read(&json).map(|b| serde_json::from_slice(&b)) {
+            return (program, v);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the program did not announce itself"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_client_with_nothing_of_gyr_finds_the_api_by_reflection_and_health() {
+    const TEST: &str = "a_client_with_nothing_of_gyr_finds_the_api_by_reflection_and_health";
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let python = match python_with("import grpc, grpc_reflection, grpc_health") {
+        Ok(p) => p,
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "no Python with grpcio, grpcio-reflection and grpcio-health-checking ({why}); scripts/test installs them into target/pyenv"
+        ),
+        Err(why) => {
+            eprintln!(
+                "skipped: no Python with grpcio, grpcio-reflection and grpcio-health-checking ({why}); run scripts/test, or `pip install grpcio grpcio-reflection grpcio-health-checking`"
+            );
+            return;
+        }
+    };
+    let token = "standard-client-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let (_program, announced) = start(
+        TEST,
+        dir.path(),
+        &[("GYR_LISTEN", "127.0.0.1:0"), ("GYR_TOKEN", token)],
+    );
+    let socket = announced["socket"].as_str().expect("a socket").to_owned();
+    let tcp = announced["tcp"].as_str().expect("a TCP address").to_owned();
+    for (target, token) in [(format!("unix:{socket}"), "-"), (tcp, token)] {
+        let o = Command::new(&python)
+            .arg(root().join("crates/gyr-cli/tests/python/standard.py"))
+            .args([&target, token])
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(
+            o.status.success() && out.trim_end().ends_with("ok"),
+            "the standard client failed on {target}:\n{out}\n{err}"
+        );
+    }
 }

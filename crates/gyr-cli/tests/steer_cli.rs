@@ -931,6 +931,7 @@ fn clients_that_stall_or_vanish_mid_stream_cost_the_program_nothing() {
         .block_on(c.subscribe(v1::SubscribeRequest {
             types: vec!["energy".into()],
             threads: vec![],
+            decoded: false,
         }))
         .unwrap()
         .into_inner();

@@ -12,6 +12,15 @@
 //! A call the listener takes marks its connection accepted ([`gyr_proto::listen::mark`]), so a
 //! guarded TCP listener keeps it open; a refused one leaves it to time out.
 //!
+//! # Reflection and health
+//!
+//! Server reflection describes only the published `.proto` files, and is a reading call: it
+//! takes any token that watches (read or steer) where tokens are asked for
+//! ([`Access::watch_gate`]). `grpc.health.v1` says no more than that the server answers, and
+//! health probes often cannot send headers: it takes every caller ([`Access::health_gate`]),
+//! but only a call with a valid token marks the connection, so a guarded TCP listener still
+//! closes one that never shows a token.
+//!
 //! # Refusals
 //!
 //! Both servers refuse with the same status codes ([`Refusal`]): a missing or wrong token is
@@ -21,6 +30,7 @@
 
 use crate::CLIENT_HEADER;
 use crate::token::matches;
+use gyr_proto::listen::ConnectionInfo;
 use gyr_proto::{PROTOCOL_VERSION, v1};
 use tonic::{Request, Response, Status};
 
@@ -171,8 +181,34 @@ impl Access {
         }
     }
 
-    /// A handshake's checks, the caller's token first and then its protocol version; whether
-    /// it may steer.
+    /// An interceptor letting through the callers that may watch (server reflection).
+    pub fn watch_gate(
+        &self,
+    ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static
+    {
+        let access = self.clone();
+        move |req| {
+            access.permission(&req)?;
+            Ok(req)
+        }
+    }
+
+    /// An interceptor letting every caller through (`grpc.health.v1`), marking the connection
+    /// of one with a valid token.
+    pub fn health_gate(
+        &self,
+    ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static
+    {
+        let access = self.clone();
+        move |req| {
+            let _ = access.permission(&req);
+            Ok(req)
+        }
+    }
+
+    /// A handshake's checks, the caller's token first and then its protocol version (which
+    /// must be set); whether it may steer. The name the client gives (`client`) is kept with
+    /// its connection for the steering log ([`client_name`]).
     pub fn handshake(&self, req: &Request<v1::HandshakeRequest>) -> Result<bool, Status> {
         let can_steer = self.permission(req)?;
         gyr_proto::check_version(
@@ -180,6 +216,9 @@ impl Access {
             self.server.name(),
             "the client",
         )?;
+        if let Some(c) = req.extensions().get::<ConnectionInfo>() {
+            c.client.set(&req.get_ref().client);
+        }
         Ok(can_steer)
     }
 
@@ -217,18 +256,27 @@ pub fn bearer<T>(req: &Request<T>) -> Option<&str> {
     Some(v.strip_prefix("Bearer ").unwrap_or(v))
 }
 
-/// The name the caller of `req` gives itself ([`CLIENT_HEADER`]), for the steering log.
-pub fn client_name<T>(req: &Request<T>) -> &str {
+/// The name the caller of `req` gives itself, for the steering log: the `client` of its
+/// connection's handshake, else the [`CLIENT_HEADER`] header, else "client".
+pub fn client_name<T>(req: &Request<T>) -> String {
+    if let Some(name) = req
+        .extensions()
+        .get::<ConnectionInfo>()
+        .and_then(|c| c.client.get())
+    {
+        return name;
+    }
     req.metadata()
         .get(CLIENT_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("client")
+        .to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gyr_proto::listen::{Authenticated, ConnectionInfo};
+    use gyr_proto::listen::Authenticated;
     use tonic::Code;
 
     const STEER: &str = "steer-0123456789abcdef";
@@ -247,8 +295,8 @@ mod tests {
         }
         let mark = Authenticated::default();
         req.extensions_mut().insert(ConnectionInfo {
-            remote: None,
             authenticated: mark.clone(),
+            ..ConnectionInfo::default()
         });
         (req, mark)
     }
@@ -374,14 +422,46 @@ mod tests {
         let a = guarded(Server::Program);
         let ok = handshake(Some(READ), PROTOCOL_VERSION);
         assert!(!a.handshake(&ok).unwrap());
-        // An old client sends no version (0): it is taken.
-        assert!(a.handshake(&handshake(Some(STEER), 0)).unwrap());
+        // A client that sets no version (0) is told what to send.
+        let (code, msg) = refused(a.handshake(&handshake(Some(STEER), 0)));
+        assert_eq!(code, Code::FailedPrecondition);
+        assert_eq!(
+            msg,
+            "the client sent no protocol_version: set protocol_version = 1 (gyr.v1) in its request"
+        );
         let (code, msg) = refused(a.handshake(&handshake(Some(STEER), PROTOCOL_VERSION + 1)));
         assert_eq!(code, Code::FailedPrecondition);
         assert!(msg.starts_with("this program speaks gyr protocol"), "{msg}");
         // A stranger learns nothing of the version.
         let (code, _) = refused(a.handshake(&handshake(None, PROTOCOL_VERSION + 1)));
         assert_eq!(code, Code::Unauthenticated);
+    }
+
+    #[test]
+    fn reflection_takes_a_watcher_and_health_anyone() {
+        let a = guarded(Server::Program);
+        let mut watch = a.watch_gate();
+        let mut health = a.health_gate();
+        for token in [Some(READ), Some(STEER)] {
+            let (req, mark) = request(token);
+            assert!(watch(req).is_ok());
+            assert!(mark.is_marked());
+        }
+        for token in [None, Some("wrong-0123456789abcdef")] {
+            let (req, _) = request(token);
+            assert_eq!(watch(req).unwrap_err().code(), Code::Unauthenticated);
+            let (req, mark) = request(token);
+            assert!(health(req).is_ok());
+            assert!(
+                !mark.is_marked(),
+                "a caller without a token is not accepted"
+            );
+        }
+        let (req, mark) = request(Some(READ));
+        assert!(health(req).is_ok());
+        assert!(mark.is_marked());
+        let (req, _) = request(None);
+        assert!(Access::open(Server::Hub).watch_gate()(req).is_ok());
     }
 
     #[test]
@@ -407,6 +487,43 @@ mod tests {
         };
         assert_eq!(ping(Some(READ)).unwrap(), b"abc");
         assert_eq!(ping(None).unwrap_err().code(), Code::Unauthenticated);
+    }
+
+    #[test]
+    fn the_handshake_names_the_connection_before_the_header() {
+        let a = Access::open(Server::Program);
+        let mut hello = handshake(None, PROTOCOL_VERSION);
+        hello.get_mut().client = "monitor\u{7}.py".into();
+        hello
+            .metadata_mut()
+            .insert(CLIENT_HEADER, "grpc-python".parse().unwrap());
+        let info = hello.extensions().get::<ConnectionInfo>().unwrap().clone();
+        // Before the handshake, the header names the caller.
+        assert_eq!(client_name(&hello), "grpc-python");
+        a.handshake(&hello).unwrap();
+        // Later calls on the same connection carry the handshake's name, control characters
+        // dropped.
+        let mut later = Request::new(());
+        later.extensions_mut().insert(info.clone());
+        later
+            .metadata_mut()
+            .insert(CLIENT_HEADER, "grpc-python".parse().unwrap());
+        assert_eq!(client_name(&later), "monitor.py");
+        // A handshake without a name keeps the name; a refused one changes nothing.
+        let mut unnamed = handshake(None, PROTOCOL_VERSION);
+        unnamed.extensions_mut().insert(info.clone());
+        a.handshake(&unnamed).unwrap();
+        let mut refused = handshake(None, 0);
+        refused.get_mut().client = "other".into();
+        refused.extensions_mut().insert(info.clone());
+        assert!(a.handshake(&refused).is_err());
+        assert_eq!(info.client.get().as_deref(), Some("monitor.py"));
+        // A long name is cut.
+        info.client.set(&"x".repeat(1000));
+        assert_eq!(
+            info.client.get().unwrap().len(),
+            gyr_proto::listen::ClientName::MAX_LEN
+        );
     }
 
     #[test]

@@ -377,7 +377,15 @@ impl Session {
         types: Vec<String>,
         threads: Vec<u64>,
     ) -> Result<tonic::Streaming<v1::EventBatch>, ClientError> {
-        call!(self, subscribe, v1::SubscribeRequest { types, threads })
+        call!(
+            self,
+            subscribe,
+            v1::SubscribeRequest {
+                types,
+                threads,
+                decoded: false,
+            }
+        )
     }
 
     /// Opens the steering log, from entry `after` on; `follow` keeps it open for new entries.

@@ -275,6 +275,8 @@ pub struct Hub {
     shared: Arc<Shared>,
     /// What the TCP listeners refused.
     connections: Vec<Arc<ConnectionCounts>>,
+    /// What `grpc.health.v1` reports: `NOT_SERVING` once the hub stops.
+    health: gyr_proto::standard::Health,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -384,11 +386,22 @@ impl Hub {
                 eprintln!("gyr hub: the web server stopped: {e}");
             }
         });
+        let health = runtime.block_on(gyr_proto::standard::Health::new());
         if let Some(l) = grpc_listener {
             let svc = service::HubService::new(shared.clone());
+            // Reflection and health beside the API, under the same tokens (see
+            // `gyr_client::access`); reflection is left out, and said, should it not load.
+            let reflection = gyr_proto::standard::reflection(shared.access.watch_gate())
+                .inspect_err(|e| eprintln!("gyr hub: serving no gRPC reflection: {e}"))
+                .ok();
+            let (v1, v1alpha) = reflection.unzip();
+            let health = health.service(shared.access.health_gate());
             runtime.spawn(async move {
                 let r = tonic::transport::Server::builder()
                     .add_service(service::server(svc))
+                    .add_optional_service(v1)
+                    .add_optional_service(v1alpha)
+                    .add_service(health)
                     .serve_with_incoming(l.into_stream())
                     .await;
                 if let Err(e) = r {
@@ -401,6 +414,7 @@ impl Hub {
             grpc,
             shared,
             connections,
+            health,
             runtime: Some(runtime),
         })
     }
@@ -486,6 +500,7 @@ impl Drop for Hub {
             r.stop();
         }
         if let Some(rt) = self.runtime.take() {
+            rt.block_on(self.health.set(false));
             rt.shutdown_timeout(Duration::from_millis(500));
         }
     }

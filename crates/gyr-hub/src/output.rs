@@ -2,7 +2,8 @@
 //! program the hub watches, joined at any time by a new analysis or display (Falcon's
 //! attachable outputs). A subscriber names one program or takes them all; each batch carries
 //! its program's pid, and a subscriber gets a program's schemas and threads before its first
-//! records. Queues are bounded: a slow subscriber loses batches, counted in its next batch,
+//! records, and its first batch of each program carries that program's clock anchor. Queues
+//! are bounded: a slow subscriber loses batches, counted in its next batch,
 //! and never slows the hub or another subscriber.
 
 use crate::program::Process;
@@ -25,6 +26,8 @@ struct Subscriber {
     /// (pid, started) of programs whose schemas and threads it has.
     introduced: HashSet<(u32, u64)>,
     lost: u64,
+    /// It asked for records decoded into typed values rather than blocks.
+    decoded: bool,
 }
 
 /// Every gRPC subscriber of the hub.
@@ -61,6 +64,7 @@ impl Outputs {
         pid: Option<u32>,
         types: Vec<String>,
         threads: Vec<u64>,
+        decoded: bool,
     ) -> BatchReceiver {
         let (tx, rx) = batch_queue(QUEUE, QUEUE_BYTES);
         self.lock().push(Subscriber {
@@ -70,6 +74,7 @@ impl Outputs {
             threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
             introduced: HashSet::new(),
             lost: 0,
+            decoded,
         });
         rx
     }
@@ -146,12 +151,26 @@ impl Outputs {
             } else {
                 (batch.schemas.clone(), batch.threads.clone())
             };
+            // The program's fresh anchor passes on; a subscriber new to the program gets the
+            // latest the hub has.
+            let anchor = batch.anchor.or(intro.then(|| p.clock_anchor()));
+            let (blocks, events, undecodable) = if sub.decoded {
+                let (events, bad) = gyr_proto::stream::decode_blocks(&blocks, |id| {
+                    p.schemas.iter().rev().find(|s| s.id == id)
+                });
+                (Vec::new(), events, bad)
+            } else {
+                (blocks, Vec::new(), 0)
+            };
             let out = v1::EventBatch {
                 schemas,
                 threads,
                 blocks,
                 lost: std::mem::take(&mut sub.lost) + batch.lost,
                 pid: p.pid,
+                anchor,
+                events,
+                undecodable,
             };
             match sub.tx.try_send(out) {
                 Ok(()) => {
@@ -183,7 +202,7 @@ mod tests {
         let outputs = Outputs::default();
         let mut p = Process::new(7, vec![], 0, Source::Pushed);
         // Subscribed before the program registered `energy`.
-        let mut rx = outputs.subscribe(Some(7), vec!["energy".into()], vec![]);
+        let mut rx = outputs.subscribe(Some(7), vec!["energy".into()], vec![], false);
         let first = batch(&step, &[(1, vec![Value::UInt(1)])], 1);
         p.ingest_batch(&first);
         outputs.forward(&p, &first);
@@ -210,5 +229,83 @@ mod tests {
         assert_eq!(unreadable, 0);
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0].type_name, "energy");
+    }
+}
+
+#[cfg(test)]
+mod anchor_tests {
+    use super::*;
+    use crate::program::{Source, tests::batch};
+    use gyr_core::{Field, FieldType, Schema, Value};
+
+    #[test]
+    fn each_program_s_first_batch_carries_its_anchor_and_fresh_ones_pass_on() {
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let outputs = Outputs::default();
+        let mut p = Process::new(7, vec![], 1_000, Source::Pushed);
+        let mut rx = outputs.subscribe(None, vec![], vec![], false);
+        // Before the program's stream anchored anything, its timestamp 0 is the anchor.
+        let first = batch(&step, &[(1, vec![Value::UInt(1)])], 1);
+        p.ingest_batch(&first);
+        outputs.forward(&p, &first);
+        let got = rx.try_recv().unwrap().unwrap();
+        assert_eq!(
+            got.anchor,
+            Some(v1::ClockAnchor {
+                trace_ns: 0,
+                unix_ns: 1_000
+            })
+        );
+        // No anchor while nothing changed.
+        let second = batch(&step, &[(2, vec![Value::UInt(2)])], 2);
+        p.ingest_batch(&second);
+        outputs.forward(&p, &second);
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
+        // The program's own anchor is handed on, and a later subscriber starts from it.
+        let fresh = v1::ClockAnchor {
+            trace_ns: 50,
+            unix_ns: 9_000,
+        };
+        let mut third = batch(&step, &[(3, vec![Value::UInt(3)])], 3);
+        third.anchor = Some(fresh);
+        p.ingest_batch(&third);
+        outputs.forward(&p, &third);
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, Some(fresh));
+        let mut late = outputs.subscribe(Some(7), vec![], vec![], false);
+        let fourth = batch(&step, &[(4, vec![Value::UInt(4)])], 4);
+        p.ingest_batch(&fourth);
+        outputs.forward(&p, &fourth);
+        assert_eq!(late.try_recv().unwrap().unwrap().anchor, Some(fresh));
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
+    }
+
+    #[test]
+    fn a_subscriber_may_take_each_program_s_records_decoded() {
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let outputs = Outputs::default();
+        let mut p = Process::new(7, vec![], 1_000, Source::Pushed);
+        let mut rx = outputs.subscribe(None, vec![], vec![], true);
+        let b = batch(
+            &step,
+            &[(1, vec![Value::UInt(5)]), (2, vec![Value::UInt(6)])],
+            1,
+        );
+        p.ingest_batch(&b);
+        outputs.forward(&p, &b);
+        let got = rx.try_recv().unwrap().unwrap();
+        assert!(got.blocks.is_empty());
+        assert_eq!((got.pid, got.undecodable), (7, 0));
+        let values: Vec<_> = got
+            .events
+            .iter()
+            .map(|e| (e.r#type.as_str(), e.seq, e.fields[0].value.clone()))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                ("step", 1, Some(Value::UInt(5).into())),
+                ("step", 2, Some(Value::UInt(6).into()))
+            ]
+        );
     }
 }

@@ -72,6 +72,8 @@ pub(crate) struct Process {
     pub(crate) started_unix_ns: u64,
     /// Wall-clock time of its timestamp 0 (for trace files written by the hub).
     pub(crate) clock_zero_unix_ns: u64,
+    /// The latest clock anchor its stream carried, handed on to the hub's subscribers.
+    pub(crate) anchor: Option<v1::ClockAnchor>,
     pub(crate) host: String,
     pub(crate) source: Source,
     pub(crate) alive: bool,
@@ -139,6 +141,7 @@ impl Process {
             command_line,
             started_unix_ns,
             clock_zero_unix_ns: started_unix_ns,
+            anchor: None,
             host: String::new(),
             source,
             alive: source != Source::Replay,
@@ -224,8 +227,20 @@ impl Process {
     }
 
     /// Takes in one batch of the program's stream; returns the events taken in.
+    /// Its trace clock against the wall clock: the latest anchor of its stream, else its
+    /// timestamp 0 as its announcement, hello or trace header gave it.
+    pub(crate) fn clock_anchor(&self) -> v1::ClockAnchor {
+        self.anchor.unwrap_or(v1::ClockAnchor {
+            trace_ns: 0,
+            unix_ns: self.clock_zero_unix_ns,
+        })
+    }
+
     pub(crate) fn ingest_batch(&mut self, b: &v1::EventBatch) -> u64 {
         self.missed += b.lost;
+        if b.anchor.is_some() {
+            self.anchor = b.anchor;
+        }
         for s in &b.schemas {
             match gyr_proto::stream::schema(s) {
                 Some(s) => self.add_schema(s),
@@ -538,6 +553,9 @@ pub(crate) mod tests {
             }],
             lost: 0,
             pid: 0,
+            anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         }
     }
 

@@ -233,13 +233,13 @@ impl v1::gyr_server::Gyr for HubService {
                     // Its stream is over: an empty stream that ends at once.
                     gyr_proto::batch_queue::batch_queue(1, 1).1
                 } else {
-                    outputs.subscribe(Some(p.pid), r.types.clone(), r.threads.clone())
+                    outputs.subscribe(Some(p.pid), r.types.clone(), r.threads.clone(), r.decoded)
                 }
             })
         });
         let rx = match known {
             Some(rx) => rx,
-            None => outputs.subscribe(pid, r.types, r.threads),
+            None => outputs.subscribe(pid, r.types, r.threads, r.decoded),
         };
         Ok(Response::new(Box::pin(rx)))
     }

@@ -102,8 +102,15 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
     rt.block_on(async {
         let ch: Channel = gyr_client::connect::tcp(&grpc.to_string()).await.unwrap();
         let mut c = GyrClient::new(ch);
-        let hello = c
+        // A handshake without a protocol version is told what to send.
+        let e = c
             .handshake(req(v1::HandshakeRequest::default(), None, None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert!(e.message().contains("set protocol_version = 1"), "{e}");
+        let hello = c
+            .handshake(req(handshake_request(), None, None))
             .await
             .unwrap()
             .into_inner();
@@ -184,6 +191,7 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
                 v1::SubscribeRequest {
                     types: vec!["work".into()],
                     threads: vec![],
+                    decoded: false,
                 },
                 None,
                 None,
@@ -450,6 +458,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert!(r["error"].as_str().unwrap().contains("watch-only"), "{r}");
 
         let grpc = hub.grpc_addr().unwrap().to_string();
+        standard_services(&grpc, "watch-secret-0123456789").await;
         let mut c = GyrClient::new(gyr_client::connect::tcp(&grpc).await.unwrap());
         let e = c
             .list_processes(req(v1::ListProcessesRequest {}, None, None))
@@ -463,7 +472,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
         let hello = c
             .handshake(req(
-                v1::HandshakeRequest::default(),
+                handshake_request(),
                 None,
                 Some("watch-secret-0123456789"),
             ))
@@ -482,7 +491,7 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
         assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
         let hello = c
             .handshake(req(
-                v1::HandshakeRequest::default(),
+                handshake_request(),
                 None,
                 Some("steer-secret-0123456789"),
             ))
@@ -491,4 +500,63 @@ fn tokens_guard_the_hub_and_a_read_token_only_watches() {
             .into_inner();
         assert!(hello.can_steer);
     });
+}
+
+/// A handshake as every client sends it: with the protocol version.
+fn handshake_request() -> v1::HandshakeRequest {
+    v1::HandshakeRequest {
+        protocol_version: gyr_proto::PROTOCOL_VERSION,
+        client: "ports-test".into(),
+    }
+}
+
+/// A guarded hub's health answers without a token; its reflection takes the read token and
+/// lists the API, and refuses a caller without one.
+async fn standard_services(grpc: &str, read_token: &str) {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let ch = gyr_client::connect::tcp(grpc).await.unwrap();
+    let mut health = HealthClient::new(ch.clone());
+    for service in ["", "gyr.v1.Gyr"] {
+        let r = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status(), ServingStatus::Serving, "{service:?}");
+    }
+    let list = || {
+        tokio_stream::iter([ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        }])
+    };
+    let mut reflection = ServerReflectionClient::new(ch);
+    let e = reflection.server_reflection_info(list()).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
+    let mut r = tonic::Request::new(list());
+    r.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {read_token}").parse().unwrap(),
+    );
+    let mut stream = reflection
+        .server_reflection_info(r)
+        .await
+        .unwrap()
+        .into_inner();
+    let reply = stream.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(l)) = reply.message_response else {
+        panic!("not a list of services: {reply:?}");
+    };
+    let names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
+    for s in ["gyr.v1.Gyr", "grpc.health.v1.Health"] {
+        assert!(names.iter().any(|n| n == s), "{names:?}");
+    }
 }

@@ -93,6 +93,9 @@ fn batch(i: u64, per: u64, type_id: u32, lost: u64) -> v1::PublishMessage {
             }],
             lost,
             pid: 0,
+            anchor: None,
+            events: Vec::new(),
+            undecodable: 0,
         })),
     }
 }

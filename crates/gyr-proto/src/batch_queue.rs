@@ -17,14 +17,19 @@ pub type Item = Result<v1::EventBatch, tonic::Status>;
 #[derive(Debug)]
 pub enum Refused {
     /// The queue holds as many batches or bytes as it may.
-    Full(v1::EventBatch),
+    Full(Box<v1::EventBatch>),
     /// The client is gone.
-    Closed(v1::EventBatch),
+    Closed(Box<v1::EventBatch>),
 }
 
-/// What a batch weighs in a queue: its records, and a little for the rest.
+/// What a batch weighs in a queue: its records (decoded ones at twice their encoded size, for
+/// the strings and vectors they are made of), and a little for the rest.
 pub fn weight(b: &v1::EventBatch) -> usize {
     64 + b.blocks.iter().map(|k| 32 + k.records.len()).sum::<usize>()
+        + b.events
+            .iter()
+            .map(|e| 64 + 2 * prost::Message::encoded_len(e))
+            .sum::<usize>()
         + b.schemas.len() * 128
         + b.threads.len() * 64
 }
@@ -64,25 +69,23 @@ impl BatchSender {
     /// Queues `batch` if there is room; never waits.
     pub fn try_send(&self, batch: v1::EventBatch) -> Result<(), Refused> {
         if self.tx.is_closed() {
-            return Err(Refused::Closed(batch));
+            return Err(Refused::Closed(Box::new(batch)));
         }
         let w = weight(&batch);
         // Only the one producer adds, so the room seen here cannot be taken meanwhile.
         let queued = self.queued.load(Ordering::Acquire);
         if queued > 0 && queued + w > self.max_bytes {
-            return Err(Refused::Full(batch));
+            return Err(Refused::Full(Box::new(batch)));
         }
         self.queued.fetch_add(w, Ordering::AcqRel);
         self.tx.try_send(Ok(batch)).map_err(|e| {
             self.queued.fetch_sub(w, Ordering::AcqRel);
             match e {
-                mpsc::error::TrySendError::Full(Ok(b)) => Refused::Full(b),
-                mpsc::error::TrySendError::Closed(Ok(b)) => Refused::Closed(b),
+                mpsc::error::TrySendError::Full(Ok(b)) => Refused::Full(Box::new(b)),
+                mpsc::error::TrySendError::Closed(Ok(b)) => Refused::Closed(Box::new(b)),
                 // Only `Ok` items are sent above.
                 mpsc::error::TrySendError::Full(Err(_))
-                | mpsc::error::TrySendError::Closed(Err(_)) => {
-                    Refused::Closed(v1::EventBatch::default())
-                }
+                | mpsc::error::TrySendError::Closed(Err(_)) => Refused::Closed(Box::default()),
             }
         })
     }

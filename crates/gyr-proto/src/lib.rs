@@ -6,6 +6,9 @@
 //! - [`stream`]: the event stream's schemas and threads, converted to and from gyr-core's;
 //! - [`listen`]: accepting TCP connections within limits (how many, how long unauthenticated);
 //! - [`batch_queue`]: queues of event batches bounded in batches and in bytes;
+//! - [`FILE_DESCRIPTOR_SET`]: the `.proto` files compiled, for reflection and tools;
+//! - `standard` (feature `standard-services`): gRPC server reflection and `grpc.health.v1`,
+//!   which every gyr server adds beside `gyr.v1.Gyr`;
 //! - conversions between wire values and `gyr_core::Value` ([`Incoming`] for values that may
 //!   arrive as text typed by a user).
 //!
@@ -17,6 +20,8 @@ pub mod batch_queue;
 mod convert;
 pub mod listen;
 pub mod short_errors;
+#[cfg(feature = "standard-services")]
+pub mod standard;
 pub mod stream;
 pub use convert::Incoming;
 /// The shared byte buffer record blocks travel in.
@@ -25,14 +30,28 @@ pub use prost::bytes::Bytes;
 /// The request header that names the program a call is about, on a hub (which serves many).
 pub const PROCESS_HEADER: &str = "x-gyr-process";
 
+/// The `.proto` files of `gyr.v1` compiled into an encoded `google.protobuf.FileDescriptorSet`
+/// (imports and comments included): what server reflection serves, and what
+/// `gyr api descriptor-set` writes for tools that take a descriptor file.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gyr_v1.binpb"));
+
+/// The full name of the one gyr service, as reflection and health name it.
+pub const SERVICE_NAME: &str = "gyr.v1.Gyr";
+
 /// The protocol version this crate speaks; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// Checks the protocol version a peer announced (0: not said, taken as this one). `server`
-/// and `peer` name the two sides in the refusal ("this hub", "the program").
+/// Checks the protocol version a peer announced. `server` and `peer` name the two sides in
+/// the refusal ("this hub", "the program"). An unset version (0) is refused: a client written
+/// against the `.proto` files must say which protocol it speaks.
 pub fn check_version(version: u32, server: &str, peer: &str) -> Result<(), tonic::Status> {
-    if version == 0 || version == PROTOCOL_VERSION {
+    if version == PROTOCOL_VERSION {
         Ok(())
+    } else if version == 0 {
+        Err(tonic::Status::failed_precondition(format!(
+            "{peer} sent no protocol_version: set protocol_version = {PROTOCOL_VERSION} \
+             (gyr.v1) in its request"
+        )))
     } else {
         Err(tonic::Status::failed_precondition(format!(
             "{server} speaks gyr protocol {PROTOCOL_VERSION}, {peer} {version}: use a matching gyr"

@@ -127,6 +127,7 @@ impl GuardedListener {
                             io,
                             _permit: permit,
                             authenticated: Authenticated::default(),
+                            client: ClientName::default(),
                             deadline: Some(Box::pin(tokio::time::sleep(self.limits.auth_timeout))),
                             expired: false,
                             counts: self.counts.clone(),
@@ -172,6 +173,7 @@ pub struct GuardedStream {
     io: TcpStream,
     _permit: OwnedSemaphorePermit,
     authenticated: Authenticated,
+    client: ClientName,
     /// Until the connection is marked.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     expired: bool,
@@ -265,13 +267,49 @@ impl AsyncWrite for GuardedStream {
     }
 }
 
-/// What tonic hands each request of a connection: its peer and its mark.
-#[derive(Debug, Clone)]
+/// What tonic hands each request of a connection: its peer, its mark and its client's name.
+#[derive(Debug, Clone, Default)]
 pub struct ConnectionInfo {
     /// The peer's address.
     pub remote: Option<SocketAddr>,
     /// Set it when a request is accepted.
     pub authenticated: Authenticated,
+    /// The name the client gave itself at its handshake.
+    pub client: ClientName,
+}
+
+/// The name a client gave itself in `HandshakeRequest.client`, kept with its connection so
+/// that the steering log names it on every later call of that connection.
+#[derive(Debug, Clone, Default)]
+pub struct ClientName(Arc<std::sync::Mutex<Option<String>>>);
+
+impl ClientName {
+    /// The longest name kept, in bytes; a longer one is cut on a character boundary.
+    pub const MAX_LEN: usize = 64;
+
+    /// Keeps `name`, without control characters and cut to [`Self::MAX_LEN`]; an empty name
+    /// leaves the one kept before.
+    pub fn set(&self, name: &str) {
+        let mut kept = String::new();
+        for c in name.chars().filter(|c| !c.is_control()) {
+            if kept.len() + c.len_utf8() > Self::MAX_LEN {
+                break;
+            }
+            kept.push(c);
+        }
+        let kept = kept.trim();
+        if kept.is_empty() {
+            return;
+        }
+        if let Ok(mut n) = self.0.lock() {
+            *n = Some(kept.to_owned());
+        }
+    }
+
+    /// The name kept, if the client gave one.
+    pub fn get(&self) -> Option<String> {
+        self.0.lock().ok()?.clone()
+    }
 }
 
 impl tonic::transport::server::Connected for GuardedStream {
@@ -281,6 +319,7 @@ impl tonic::transport::server::Connected for GuardedStream {
         ConnectionInfo {
             remote: self.io.peer_addr().ok(),
             authenticated: self.authenticated.clone(),
+            client: self.client.clone(),
         }
     }
 }

@@ -71,3 +71,50 @@ pub fn thread(t: &v1::ThreadInfo) -> ThreadInfo {
         os_tid: t.os_tid,
     }
 }
+
+/// The records of `blocks`, decoded with the types `schema` finds by id (what a subscriber
+/// asking for decoded events gets), and how many could not be: their type unknown or their
+/// payload not matching it.
+pub fn decode_blocks<'a>(
+    blocks: &[v1::RecordBlock],
+    schema: impl Fn(u32) -> Option<&'a Schema>,
+) -> (Vec<v1::DecodedEvent>, u64) {
+    let mut events = Vec::new();
+    let mut undecodable = 0;
+    for block in blocks {
+        for r in gyr_core::record::Records::new(block.thread, &block.records) {
+            let Ok(r) = r else {
+                undecodable += 1;
+                // A damaged block: nothing after this record can be found.
+                break;
+            };
+            let h = r.header;
+            let decoded = schema(h.type_id).and_then(|s| {
+                let values = gyr_core::value::decode(s, r.payload).ok()?;
+                Some((s, values))
+            });
+            let Some((s, values)) = decoded else {
+                undecodable += 1;
+                continue;
+            };
+            events.push(v1::DecodedEvent {
+                thread: block.thread,
+                type_id: h.type_id,
+                r#type: s.name.clone(),
+                timestamp: h.timestamp,
+                seq: h.seq,
+                perturbation: h.perturbation,
+                fields: s
+                    .fields
+                    .iter()
+                    .zip(values)
+                    .map(|(f, v)| v1::EventField {
+                        name: f.name.clone(),
+                        value: Some(v.into()),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    (events, undecodable)
+}

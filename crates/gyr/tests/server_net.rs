@@ -165,7 +165,10 @@ fn idle_connections_cannot_fill_the_tcp_listener() {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while std::time::Instant::now() < deadline {
             if let Ok(ch) = gyr_client::connect::tcp(&addr).await {
-                let mut req = tonic::Request::new(HandshakeRequest::default());
+                let mut req = tonic::Request::new(HandshakeRequest {
+                    protocol_version: gyr_proto::PROTOCOL_VERSION,
+                    ..Default::default()
+                });
                 req.metadata_mut()
                     .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
                 if let Ok(r) = GyrClient::new(ch).handshake(req).await {

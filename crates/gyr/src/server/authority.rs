@@ -298,6 +298,8 @@ fn frame_header(len: usize, kind: u8, flags: u8, stream: u32, out: &mut Vec<u8>)
 pub(crate) struct AnyAuthority<S> {
     inner: S,
     rewriter: Rewriter,
+    /// What every request of the connection is handed (its client's name).
+    connection: gyr_proto::listen::ConnectionInfo,
     out: Vec<u8>,
     at: usize,
     eof: bool,
@@ -308,6 +310,7 @@ impl<S> AnyAuthority<S> {
         AnyAuthority {
             inner,
             rewriter: Rewriter::default(),
+            connection: gyr_proto::listen::ConnectionInfo::default(),
             out: Vec::new(),
             at: 0,
             eof: false,
@@ -385,13 +388,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AnyAuthority<S> {
     }
 }
 
-impl<S: tonic::transport::server::Connected> tonic::transport::server::Connected
-    for AnyAuthority<S>
-{
-    type ConnectInfo = S::ConnectInfo;
+/// Each connection's own slot for the name its client gives at the handshake (the socket's
+/// peer is always the program's user, and nothing is marked: no token is asked for).
+impl<S> tonic::transport::server::Connected for AnyAuthority<S> {
+    type ConnectInfo = gyr_proto::listen::ConnectionInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
+        self.connection.clone()
     }
 }
 

@@ -9,6 +9,10 @@
 //! its own thread with a single-threaded async runtime, so it never takes a core from the
 //! program while idle, and it never touches the program's threads: probes lock the steered
 //! object briefly, actuators wait for the program's synch points.
+//!
+//! Beside `gyr.v1.Gyr`, each listener serves gRPC server reflection and `grpc.health.v1`
+//! ([`gyr_proto::standard`], with the permissions [`gyr_client::access`] gives them), so generic
+//! tools need no `.proto` files; health turns `NOT_SERVING` as the server begins to stop.
 
 mod authority;
 mod publish;
@@ -195,15 +199,19 @@ pub(crate) fn start(
                         return;
                     }
                 };
-                let local_server = tonic::transport::Server::builder()
-                    .add_service(service::server(local))
-                    .serve_with_incoming_shutdown(
-                        tokio_stream::StreamExt::map(
-                            tokio_stream::wrappers::UnixListenerStream::new(unix),
-                            |c| c.map(authority::AnyAuthority::new),
-                        ),
-                        shutdown,
-                    );
+                let health = gyr_proto::standard::Health::new().await;
+                let stopped = health.clone();
+                let shutdown = async move {
+                    shutdown.await;
+                    stopped.set(false).await;
+                };
+                let local_server = router(local, &health).serve_with_incoming_shutdown(
+                    tokio_stream::StreamExt::map(
+                        tokio_stream::wrappers::UnixListenerStream::new(unix),
+                        |c| c.map(authority::AnyAuthority::new),
+                    ),
+                    shutdown,
+                );
                 let servers = async move {
                     match (tcp, remote) {
                         (Some((_, l)), Some(remote)) => {
@@ -214,9 +222,8 @@ pub(crate) fn start(
                             // connections at once, closed unless a call with a token comes.
                             let incoming =
                                 gyr_proto::listen::GuardedListener::new(l, limits).into_stream();
-                            let remote_server = tonic::transport::Server::builder()
-                                .add_service(service::server(remote))
-                                .serve_with_incoming(incoming);
+                            let remote_server =
+                                router(remote, &health).serve_with_incoming(incoming);
                             tokio::select! {
                                 r = local_server => report(r),
                                 r = remote_server => report(r),
@@ -243,6 +250,28 @@ pub(crate) fn start(
         tcp: tcp_addr,
         steer_token,
     })
+}
+
+/// One listener's services: `gyr.v1.Gyr`, reflection (left out, and said once, should the
+/// descriptor set not load) and health, each behind the listener's access rules.
+fn router(
+    svc: GyrService,
+    health: &gyr_proto::standard::Health,
+) -> tonic::transport::server::Router {
+    let reflection = match gyr_proto::standard::reflection(svc.access.watch_gate()) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("gyr: the steering server serves no reflection: {e}");
+            None
+        }
+    };
+    let (v1, v1alpha) = reflection.unzip();
+    let health = health.service(svc.access.health_gate());
+    tonic::transport::Server::builder()
+        .add_service(service::server(svc))
+        .add_optional_service(v1)
+        .add_optional_service(v1alpha)
+        .add_service(health)
 }
 
 fn report(r: Result<(), tonic::transport::Error>) {

@@ -453,7 +453,7 @@ impl v1::gyr_server::Gyr for GyrService {
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         self.access.permission(&req)?;
         let r = req.into_inner();
-        let rx = self.ctx.fanout.subscribe(r.types, r.threads);
+        let rx = self.ctx.fanout.subscribe(r.types, r.threads, r.decoded);
         Ok(Response::new(Box::pin(rx)))
     }
 

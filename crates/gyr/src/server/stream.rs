@@ -4,6 +4,10 @@
 //! only the types and threads it asked for. Its queue is bounded; when it is full the batch is
 //! dropped for that subscriber and counted, and the count travels in its next batch: a slow
 //! client never slows the monitors, so it never slows the program.
+//!
+//! A subscriber's first batch carries a clock anchor (the trace clock and the wall clock read
+//! at one instant), and a new one follows every [`ANCHOR_PERIOD`] and after a dropped batch,
+//! so a client can put wall-clock times on records however long it stays.
 
 use crate::batch::Batch;
 use crate::sink::Sink;
@@ -22,8 +26,25 @@ pub const DEFAULT_SUBSCRIBER_QUEUE: usize = 256;
 /// stalled client can cost the program's memory.
 pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 16 << 20;
 
+/// How often a subscriber's stream carries a fresh clock anchor.
+pub(crate) const ANCHOR_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The trace clock and the wall clock, read one after the other.
+pub(crate) fn anchor_now() -> v1::ClockAnchor {
+    let trace_ns = crate::clock::clock().now_ns();
+    let unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    v1::ClockAnchor { trace_ns, unix_ns }
+}
+
 struct Subscriber {
     tx: BatchSender,
+    /// When it was last sent an anchor (`None`: its next batch carries one).
+    anchored: Option<std::time::Instant>,
+    /// It asked for records decoded into typed values rather than blocks.
+    decoded: bool,
     types: Option<HashSet<String>>,
     type_ids: HashSet<u32>,
     threads: Option<HashSet<u64>>,
@@ -43,6 +64,7 @@ impl Subscriber {
         types: Vec<String>,
         threads: Vec<u64>,
         publisher: bool,
+        decoded: bool,
     ) -> (Self, BatchReceiver) {
         let (tx, rx) = batch_queue(DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES);
         let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
@@ -54,6 +76,8 @@ impl Subscriber {
             .collect();
         let sub = Subscriber {
             tx,
+            anchored: None,
+            decoded,
             type_ids,
             threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
             pending_schemas: st.schemas.iter().map(wire_schema).collect(),
@@ -122,10 +146,15 @@ impl Fanout {
     }
 
     /// A new subscriber to `types` (empty: all) of `threads` (empty: all).
-    pub(crate) fn subscribe(&self, types: Vec<String>, threads: Vec<u64>) -> BatchReceiver {
+    pub(crate) fn subscribe(
+        &self,
+        types: Vec<String>,
+        threads: Vec<u64>,
+        decoded: bool,
+    ) -> BatchReceiver {
         let mut st = self.lock();
         let roles = self.roles();
-        let (sub, rx) = Subscriber::new(&st, &roles, types, threads, false);
+        let (sub, rx) = Subscriber::new(&st, &roles, types, threads, false, decoded);
         st.subscribers.push(sub);
         rx
     }
@@ -136,7 +165,7 @@ impl Fanout {
     pub(crate) fn subscribe_publisher(&self) -> (BatchReceiver, u64) {
         let mut st = self.lock();
         let roles = self.roles();
-        let (mut sub, rx) = Subscriber::new(&st, &roles, Vec::new(), Vec::new(), true);
+        let (mut sub, rx) = Subscriber::new(&st, &roles, Vec::new(), Vec::new(), true, false);
         match st.subscribers.iter_mut().find(|s| s.publisher) {
             Some(old) => {
                 sub.lost = 0;
@@ -211,6 +240,10 @@ impl Sink for FanoutSink {
                 })
                 .clone()
         };
+        // One reading of the clocks for every subscriber due an anchor.
+        let mut anchor: Option<(v1::ClockAnchor, std::time::Instant)> = None;
+        let st = &mut *st;
+        let schemas = &st.schemas;
         st.subscribers.retain_mut(|sub| {
             let wanted = |thread: u64| sub.threads.as_ref().is_none_or(|t| t.contains(&thread));
             let (blocks, n) = if sub.types.is_none() {
@@ -256,16 +289,37 @@ impl Sink for FanoutSink {
                 sub.lost += n;
                 return true;
             }
+            let (blocks, events, undecodable) = if sub.decoded {
+                let (events, bad) = gyr_proto::stream::decode_blocks(&blocks, |id| {
+                    schemas.iter().rev().find(|s| s.id == id)
+                });
+                (Vec::new(), events, bad)
+            } else {
+                (blocks, Vec::new(), 0)
+            };
+            let due = sub.anchored.is_none_or(|at| at.elapsed() >= ANCHOR_PERIOD);
+            let anchor = due
+                .then(|| *anchor.get_or_insert_with(|| (anchor_now(), std::time::Instant::now())));
             let out = v1::EventBatch {
                 schemas: std::mem::take(&mut sub.pending_schemas),
                 threads: std::mem::take(&mut sub.pending_threads),
                 blocks,
                 lost: std::mem::take(&mut sub.lost),
                 pid: 0,
+                anchor: anchor.map(|(a, _)| a),
+                events,
+                undecodable,
             };
             match sub.tx.try_send(out) {
-                Ok(()) => true,
+                Ok(()) => {
+                    if let Some((_, at)) = anchor {
+                        sub.anchored = Some(at);
+                    }
+                    true
+                }
                 Err(Refused::Full(b)) => {
+                    // The anchor went with the batch: the next one carries another.
+                    sub.anchored = None;
                     // Keep what describes the stream; count the records.
                     sub.pending_schemas = b.schemas;
                     sub.pending_threads = b.threads;
@@ -295,5 +349,102 @@ impl Sink for FanoutSink {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of one record of type 1 on thread 1, at `ts` ns.
+    fn batch(ts: u64) -> Batch {
+        let mut bytes = Vec::new();
+        gyr_core::record::push_record(&mut bytes, 1, ts, 0, 0, &[]);
+        Batch {
+            blocks: vec![(1, 0..bytes.len())],
+            bytes,
+            records: 1,
+            ..Batch::default()
+        }
+    }
+
+    #[test]
+    fn the_first_batch_anchors_the_trace_clock_to_the_wall_clock() {
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let before = anchor_now();
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new(), false);
+        sink.batch(&batch(5)).unwrap();
+        sink.batch(&batch(6)).unwrap();
+        let after = anchor_now();
+        let first = rx.try_recv().unwrap().unwrap();
+        let a = first.anchor.expect("the first batch carries an anchor");
+        // Read between `before` and `after` on both clocks.
+        assert!(before.trace_ns <= a.trace_ns && a.trace_ns <= after.trace_ns);
+        assert!(before.unix_ns <= a.unix_ns && a.unix_ns <= after.unix_ns);
+        let second = rx.try_recv().unwrap().unwrap();
+        assert_eq!(second.anchor, None, "an anchor holds until the next one");
+        // A later subscriber gets its own.
+        let mut late = fanout.subscribe(Vec::new(), Vec::new(), false);
+        sink.batch(&batch(7)).unwrap();
+        assert!(late.try_recv().unwrap().unwrap().anchor.is_some());
+        assert_eq!(rx.try_recv().unwrap().unwrap().anchor, None);
+    }
+
+    #[test]
+    fn a_dropped_batch_is_followed_by_a_fresh_anchor() {
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let mut rx = fanout.subscribe(Vec::new(), Vec::new(), false);
+        // Fill the queue, so that the batches past it are dropped and counted.
+        for i in 0..=DEFAULT_SUBSCRIBER_QUEUE as u64 {
+            sink.batch(&batch(i)).unwrap();
+        }
+        let mut anchors = 0;
+        while let Some(b) = rx.try_recv() {
+            anchors += usize::from(b.unwrap().anchor.is_some());
+        }
+        assert_eq!(anchors, 1);
+        sink.batch(&batch(1000)).unwrap();
+        let next = rx.try_recv().unwrap().unwrap();
+        assert_eq!(next.lost, 1);
+        assert!(
+            next.anchor.is_some(),
+            "after a drop the stream is anchored again"
+        );
+    }
+
+    #[test]
+    fn a_subscriber_may_take_its_records_decoded() {
+        use gyr_core::{Field, FieldType, Value};
+        let step = Schema::new(1, "step", vec![Field::new("n", FieldType::U64)]).unwrap();
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let mut plain = fanout.subscribe(Vec::new(), Vec::new(), false);
+        let mut decoded = fanout.subscribe(Vec::new(), Vec::new(), true);
+        let mut b = Batch {
+            schemas: vec![step.clone()],
+            ..Batch::default()
+        };
+        let payload = gyr_core::value::encode(&step, &[Value::UInt(42)]).unwrap();
+        gyr_core::record::push_record(&mut b.bytes, 1, 9, 3, 0, &payload);
+        // A record of a type never described is counted, not sent.
+        gyr_core::record::push_record(&mut b.bytes, 7, 10, 4, 0, &[]);
+        b.blocks = vec![(5, 0..b.bytes.len())];
+        b.records = 2;
+        sink.batch(&b).unwrap();
+        let p = plain.try_recv().unwrap().unwrap();
+        assert_eq!((p.blocks.len(), p.events.len()), (1, 0));
+        let d = decoded.try_recv().unwrap().unwrap();
+        assert!(d.blocks.is_empty());
+        assert_eq!(d.undecodable, 1);
+        assert_eq!(d.schemas.len(), 1, "the schemas still come");
+        let e = &d.events[0];
+        assert_eq!(
+            (e.thread, e.r#type.as_str(), e.timestamp, e.seq),
+            (5, "step", 9, 3)
+        );
+        assert_eq!(e.fields[0].name, "n");
+        assert_eq!(e.fields[0].value, Some(Value::UInt(42).into()));
     }
 }
