@@ -522,8 +522,12 @@ impl Counts {
     fn retain(&mut self, mut keep: impl FnMut(&Counted) -> bool) {
         self.items.retain(|(_, c)| keep(c));
         self.index.clear();
-        self.index
-            .extend(self.items.iter().enumerate().map(|(p, &(id, _))| (id, p as u32)));
+        self.index.extend(
+            self.items
+                .iter()
+                .enumerate()
+                .map(|(p, &(id, _))| (id, p as u32)),
+        );
         self.cache.fill((0, u32::MAX));
     }
 }
@@ -1057,6 +1061,124 @@ impl<T> OrderFilter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Ids whose cache entry is `id`'s (`n` of them, `id` first).
+    fn colliding(id: u64, n: usize) -> Vec<u64> {
+        let e = Counts::entry_of(id);
+        (0..)
+            .map(|k| id + k)
+            .filter(|&o| Counts::entry_of(o) == e)
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn ids_sharing_a_cache_entry_keep_their_own_counts() {
+        let ids = colliding(7, 3);
+        assert_eq!(ids.len(), 3);
+        let mut c = Counts::default();
+        let mut woken = Vec::new();
+        // Alternate between the ids, so that each lookup evicts the last one's entry.
+        let mut expect = [None; 3];
+        for round in 1..=5u64 {
+            for (k, &id) in ids.iter().enumerate() {
+                let n = round * 10 + k as u64;
+                c.raise(id, n, round, &mut woken);
+                expect[k] = Some(n);
+                for (j, &o) in ids.iter().enumerate() {
+                    assert_eq!(c.get(o).map(|c| c.count), expect[j], "id {o}");
+                }
+            }
+        }
+        assert_eq!(c.len(), 3);
+        // Forgetting one moves the others' places: the cache must not point at old ones.
+        let keep = ids[2];
+        c.get_or_default(ids[0]).used = 0;
+        c.get_or_default(ids[1]).used = 0;
+        c.retain(|o| o.used > 0);
+        assert_eq!(c.len(), 1);
+        assert!(c.get(ids[0]).is_none() && c.get(ids[1]).is_none());
+        assert_eq!(c.get(keep).map(|c| c.count), Some(52));
+        assert_eq!(
+            c.get_or_default(ids[0]).count,
+            0,
+            "made again, from nothing"
+        );
+    }
+
+    /// What [`Counts`] does for one op, the plain way: a hash map of [`Counted`].
+    #[derive(Debug, Clone)]
+    enum CountsOp {
+        Raise(usize, u64),
+        Wait(usize, u64),
+        Get(usize),
+        Forget(u64),
+    }
+
+    fn counts_op() -> impl Strategy<Value = CountsOp> {
+        prop_oneof![
+            4 => (0..12usize, 0..40u64).prop_map(|(i, n)| CountsOp::Raise(i, n)),
+            2 => (0..12usize, 0..40u64).prop_map(|(i, n)| CountsOp::Wait(i, n)),
+            3 => (0..12usize).prop_map(CountsOp::Get),
+            1 => (0..200u64).prop_map(CountsOp::Forget),
+        ]
+    }
+
+    proptest! {
+        /// The cached table answers as a plain map would, for ids that share cache entries
+        /// and ids that do not, through raises, waits and forgetting.
+        #[test]
+        fn counts_answer_as_a_plain_map(
+            seed in any::<u64>(),
+            ops in proptest::collection::vec(counts_op(), 1..300),
+        ) {
+            let mut ids = colliding(seed % 1000, 6);
+            ids.extend((1..=6u64).map(|k| seed.wrapping_mul(k).rotate_left(k as u32)));
+            let mut cached = Counts::default();
+            let mut plain: Map<u64, Counted> = Map::default();
+            let (mut woken_c, mut woken_p) = (Vec::new(), Vec::new());
+            for (now, op) in ops.into_iter().enumerate() {
+                let now = now as u64 + 1;
+                match op {
+                    CountsOp::Raise(i, n) => {
+                        cached.raise(ids[i], n, now, &mut woken_c);
+                        let c = plain.entry(ids[i]).or_default();
+                        c.used = now;
+                        if n > c.count {
+                            c.count = n;
+                            while let Some(&(w, slot, ticket)) = c.waiters.last()
+                                && w <= n
+                            {
+                                c.waiters.pop();
+                                woken_p.push((slot, ticket));
+                            }
+                        }
+                        prop_assert_eq!(&woken_c, &woken_p);
+                    }
+                    CountsOp::Wait(i, n) => {
+                        cached.get_or_default(ids[i]).add_waiter(n, i as u32, now);
+                        plain.entry(ids[i]).or_default().add_waiter(n, i as u32, now);
+                    }
+                    CountsOp::Get(i) => {
+                        let c = cached.get(ids[i]).map(|c| (c.count, c.used, c.waiters.clone()));
+                        let p = plain.get(&ids[i]).map(|c| (c.count, c.used, c.waiters.clone()));
+                        prop_assert_eq!(c, p);
+                    }
+                    CountsOp::Forget(cut) => {
+                        cached.retain(|c| !c.waiters.is_empty() || c.used > cut);
+                        plain.retain(|_, c| !c.waiters.is_empty() || c.used > cut);
+                    }
+                }
+                prop_assert_eq!(cached.len(), plain.len());
+            }
+            for &id in &ids {
+                let c = cached.get(id).map(|c| (c.count, c.used, c.waiters.clone()));
+                let p = plain.get(&id).map(|c| (c.count, c.used, c.waiters.clone()));
+                prop_assert_eq!(c, p);
+            }
+        }
+    }
 
     fn ev(thread: u64, kind: SyncEvent) -> Event<u32> {
         Event {
