@@ -56,11 +56,15 @@
 //! # Cost
 //!
 //! A thread's events arrive in bursts (a monitor pass takes a thread's ring at once), so a
-//! held event usually has its thread's burst queued behind it. When its cause passes, the run
-//! of the queue that may pass is found first (each event's cause looked at and each passed
-//! event recorded, as if released one at a time) and then leaves the queue at once; a burst
-//! held behind one event costs one entry in the queue of runs. A queue woken by the number it
-//! waited for releases its head without looking again.
+//! held event usually has its thread's burst queued behind it. When its cause passes, the
+//! queue is drained from its head in one pass (each event's cause looked at, each passed event
+//! recorded and handed on); a burst held behind one event costs one entry in the queue of
+//! runs. A queue woken by the number it waited for releases its head without looking again.
+//! A held event is kept without its thread (40 bytes for a `u64` of data).
+//!
+//! Mutexes' and conditions' counts, looked up on every acquisition and release, sit in a dense
+//! table behind a hash index, with a small direct-mapped cache of recently used ids in front
+//! of it: a program keeps few locks busy at once, so most lookups are one comparison.
 //!
 //! # Hold-back ratio
 //!
@@ -231,9 +235,9 @@ struct Released {
     forked: Map<u64, u64>,
     exited: Map<u64, u64>,
     /// Per mutex, the highest `n` whose release has passed, and who waits for which.
-    mutex: Map<u64, Counted>,
+    mutex: Counts,
     /// Per condition, the highest signal number passed (signals pass in order), and waiters.
-    cond: Map<u64, Counted>,
+    cond: Counts,
     /// Per barrier generation, the arrivals passed.
     arrivals: Map<(u64, u64), (u32, u64)>,
     /// The arrival number of the event being handled.
@@ -271,8 +275,8 @@ impl Released {
         match need {
             Need::Fork { child } => self.forked.contains_key(&child),
             Need::Exit { thread } => self.exited.contains_key(&thread),
-            Need::Release { mutex, n } => self.mutex.get(&mutex).is_some_and(|c| c.count >= n),
-            Need::Signal { cond, n } => self.cond.get(&cond).is_some_and(|c| c.count >= n),
+            Need::Release { mutex, n } => self.mutex.get(mutex).is_some_and(|c| c.count >= n),
+            Need::Signal { cond, n } => self.cond.get(cond).is_some_and(|c| c.count >= n),
             Need::Arrivals {
                 barrier,
                 generation,
@@ -303,11 +307,11 @@ impl Released {
                 Some(Key::Fork(child))
             }
             SyncEvent::MutexRelease { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, now, woken);
+                self.mutex.raise(mutex, n, now, woken);
                 None
             }
             SyncEvent::CondSignal { cond, n } => {
-                raise(&mut self.cond, cond, n, now, woken);
+                self.cond.raise(cond, n, now, woken);
                 None
             }
             SyncEvent::BarrierArrive {
@@ -333,11 +337,11 @@ impl Released {
                 self.exited.insert(thread, now);
             }
             Need::Release { mutex, n } => {
-                raise(&mut self.mutex, mutex, n, now, woken);
+                self.mutex.raise(mutex, n, now, woken);
                 return None;
             }
             Need::Signal { cond, n } => {
-                raise(&mut self.cond, cond, n, now, woken);
+                self.cond.raise(cond, n, now, woken);
                 return None;
             }
             Need::Arrivals {
@@ -380,8 +384,8 @@ impl Released {
         let before = self.objects();
         self.forked.retain(|_, used| *used > cut);
         self.exited.retain(|_, used| *used > cut);
-        self.mutex.retain(|_, c| !idle(c) || c.used > cut);
-        self.cond.retain(|_, c| !idle(c) || c.used > cut);
+        self.mutex.retain(|c| !idle(c) || c.used > cut);
+        self.cond.retain(|c| !idle(c) || c.used > cut);
         self.arrivals.retain(|_, (_, used)| *used > cut);
         before - self.objects()
     }
@@ -409,34 +413,140 @@ impl Counted {
     }
 }
 
-/// Raises an object's count to `n`, moving the waiters it satisfies to `woken`.
-fn raise(
-    counts: &mut Map<u64, Counted>,
-    object: u64,
-    n: u64,
-    now: u64,
-    woken: &mut Vec<(u32, u64)>,
-) {
-    let c = counts.entry(object).or_default();
-    c.used = now;
-    if n <= c.count {
-        return;
-    }
-    c.count = n;
-    while let Some(&(w, slot, ticket)) = c.waiters.last()
-        && w <= n
-    {
-        c.waiters.pop();
-        woken.push((slot, ticket));
+/// Entries of [`Counts`]' cache: a power of two, a few times the locks a program keeps busy at
+/// once (a miss costs a hash probe, as without the cache).
+const COUNTS_CACHE: usize = 256;
+
+/// The counted objects of one kind (mutexes, or conditions) by id: densely in a table, found
+/// through a hash index with a direct-mapped cache in front of it. A program keeps a few locks
+/// busy, and an acquisition and its release look the same lock up, so most lookups are one
+/// comparison instead of a hash probe.
+#[derive(Debug)]
+struct Counts {
+    /// Object id → its place in `items`.
+    index: Map<u64, u32>,
+    /// The objects and their ids.
+    items: Vec<(u64, Counted)>,
+    /// `(id, place)` of objects looked up lately, each at the entry its id hashes to; a place
+    /// past the end of `items` marks an empty entry. Emptied whenever places change.
+    cache: Box<[(u64, u32)]>,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            index: Map::default(),
+            items: Vec::new(),
+            cache: vec![(0, u32::MAX); COUNTS_CACHE].into_boxed_slice(),
+        }
     }
 }
 
-/// A thread's held events, oldest first, each with its arrival number. Queues are kept for
-/// the thread's life so that holding an event allocates nothing once the queue has grown.
+impl Counts {
+    /// The cache entry of `id` (Fibonacci hashing: ids that are addresses or small numbers
+    /// both spread over the entries).
+    #[inline]
+    fn entry_of(id: u64) -> usize {
+        (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - COUNTS_CACHE.trailing_zeros())) as usize
+    }
+
+    /// The place of `id`'s object in `items`, if it has one.
+    #[inline]
+    fn find(&self, id: u64) -> Option<usize> {
+        let (cached, place) = self.cache[Self::entry_of(id)];
+        if cached == id && (place as usize) < self.items.len() {
+            return Some(place as usize);
+        }
+        self.index.get(&id).map(|&p| p as usize)
+    }
+
+    /// `id`'s object, if it has one.
+    #[inline]
+    fn get(&self, id: u64) -> Option<&Counted> {
+        self.find(id).map(|p| &self.items[p].1)
+    }
+
+    /// `id`'s object, made (count 0, no waiters) if it had none.
+    #[inline]
+    fn get_or_default(&mut self, id: u64) -> &mut Counted {
+        let e = Self::entry_of(id);
+        let (cached, place) = self.cache[e];
+        let place = if cached == id && (place as usize) < self.items.len() {
+            place as usize
+        } else {
+            self.miss(id, e)
+        };
+        &mut self.items[place].1
+    }
+
+    /// Finds or makes `id`'s object through the index, and caches it at entry `e`.
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, id: u64, e: usize) -> usize {
+        let items = &mut self.items;
+        let place = *self.index.entry(id).or_insert_with(|| {
+            items.push((id, Counted::default()));
+            (items.len() - 1) as u32
+        });
+        self.cache[e] = (id, place);
+        place as usize
+    }
+
+    /// Raises `id`'s count to `n`, moving the waiters it satisfies to `woken`.
+    #[inline]
+    fn raise(&mut self, id: u64, n: u64, now: u64, woken: &mut Vec<(u32, u64)>) {
+        let c = self.get_or_default(id);
+        c.used = now;
+        if n <= c.count {
+            return;
+        }
+        c.count = n;
+        while let Some(&(w, slot, ticket)) = c.waiters.last()
+            && w <= n
+        {
+            c.waiters.pop();
+            woken.push((slot, ticket));
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Counted> {
+        self.items.iter().map(|(_, c)| c)
+    }
+
+    /// Keeps the objects `keep` says to; the others' places are reused, so the index is
+    /// rebuilt and the cache emptied.
+    fn retain(&mut self, mut keep: impl FnMut(&Counted) -> bool) {
+        self.items.retain(|(_, c)| keep(c));
+        self.index.clear();
+        self.index.extend(
+            self.items
+                .iter()
+                .enumerate()
+                .map(|(p, &(id, _))| (id, p as u32)),
+        );
+        self.cache.fill((0, u32::MAX));
+    }
+}
+
+/// A held event without its thread (its queue's), with its arrival number: 40 bytes for a
+/// `u64` of data rather than 48, since every held event is moved in and out of a queue.
+#[derive(Debug)]
+struct Held<T> {
+    arrival: u64,
+    kind: SyncEvent,
+    data: T,
+}
+
+/// A thread's held events, oldest first. Queues are kept for the thread's life so that
+/// holding an event allocates nothing once the queue has grown.
 #[derive(Debug)]
 struct Queue<T> {
     thread: u64,
-    events: VecDeque<(u64, Event<T>)>,
+    events: VecDeque<Held<T>>,
     /// The ticket under which the head waits for its cause (0: it does not), kept by the
     /// waiter entry too: an entry whose ticket is no longer the queue's is stale (the head was
     /// forced, or the slot given back), so a wake-up is one comparison.
@@ -538,15 +648,15 @@ impl<T> OrderFilter<T> {
         self.released.now = arrival;
         let slot = self.slot(event.thread, out);
         let q = &mut self.queues[slot as usize];
-        if !q.events.is_empty() {
-            // Behind an earlier event of its thread.
-            q.events.push_back((arrival, event));
-            self.stats.holds += 1;
-            self.note_held(slot, arrival);
-        } else if event.kind != SyncEvent::Other && self.hold(slot, event.thread, event.kind) {
-            self.queues[slot as usize]
-                .events
-                .push_back((arrival, event));
+        // Behind an earlier event of its thread, or its cause has not passed.
+        if !q.events.is_empty()
+            || (event.kind != SyncEvent::Other && self.hold(slot, event.thread, event.kind))
+        {
+            self.queues[slot as usize].events.push_back(Held {
+                arrival,
+                kind: event.kind,
+                data: event.data,
+            });
             self.stats.holds += 1;
             self.note_held(slot, arrival);
         } else {
@@ -584,10 +694,10 @@ impl<T> OrderFilter<T> {
     fn oldest(&mut self) -> Option<(u32, u64)> {
         while let Some(&(a, slot)) = self.arrivals.front() {
             let next = self.arrivals.get(1).map_or(u64::MAX, |&(n, _)| n);
-            if let Some(&(h, _)) = self.queues[slot as usize].events.front()
-                && (a..next).contains(&h)
+            if let Some(h) = self.queues[slot as usize].events.front()
+                && (a..next).contains(&h.arrival)
             {
-                return Some((slot, h));
+                return Some((slot, h.arrival));
             }
             self.arrivals.pop_front();
         }
@@ -730,7 +840,7 @@ impl<T> OrderFilter<T> {
     fn rebuild_arrivals(&mut self) {
         let mut all: Vec<(u64, u32)> = Vec::with_capacity(self.stats.held);
         for (s, q) in self.queues.iter().enumerate() {
-            all.extend(q.events.iter().map(|(a, _)| (*a, s as u32)));
+            all.extend(q.events.iter().map(|h| (h.arrival, s as u32)));
         }
         all.sort_unstable();
         all.dedup_by_key(|&mut (_, s)| s);
@@ -773,7 +883,7 @@ impl<T> OrderFilter<T> {
             }
             _ => return false,
         };
-        let c = counts.entry(object).or_default();
+        let c = counts.get_or_default(object);
         if c.count >= n {
             return false;
         }
@@ -826,7 +936,7 @@ impl<T> OrderFilter<T> {
             | SyncEvent::BarrierDepart { .. } => {}
             SyncEvent::MutexRelease { mutex, n } => {
                 let now = self.released.now;
-                raise(&mut self.released.mutex, mutex, n, now, &mut self.woken);
+                self.released.mutex.raise(mutex, n, now, &mut self.woken);
                 if !self.woken.is_empty() {
                     self.wake_passed(None);
                 }
@@ -883,20 +993,19 @@ impl<T> OrderFilter<T> {
         }
     }
 
-    /// Releases a queue's events from the head while their causes have passed: first the run
-    /// that may pass is found (each event's cause looked at, each passed event recorded, as if
-    /// released one by one), then it leaves the queue at once.
+    /// Releases a queue's events from the head while their causes have passed, each event's
+    /// cause looked at and each passed event recorded as it leaves the queue.
     fn drain_queue(&mut self, slot: u32, out: &mut impl FnMut(Event<T>)) {
         let q = &mut self.queues[slot as usize];
         let mut passes = std::mem::take(&mut q.head_passes);
         let thread = q.thread;
-        // Out of the queue while the run is found, so that looking at causes may borrow the
+        // Out of the queue while it is drained, so that looking at causes may borrow the
         // filter; nothing else touches this queue meanwhile.
         let mut events = std::mem::take(&mut q.events);
         let mut run = 0;
         let mut exit = false;
-        for (_, event) in &events {
-            let kind = event.kind;
+        while let Some(head) = events.front() {
+            let kind = head.kind;
             if kind != SyncEvent::Other {
                 if !passes && self.hold(slot, thread, kind) {
                     self.stats.holds += 1;
@@ -907,12 +1016,12 @@ impl<T> OrderFilter<T> {
             }
             passes = false;
             run += 1;
+            if let Some(Held { kind, data, .. }) = events.pop_front() {
+                out(Event { thread, kind, data });
+            }
         }
         self.stats.held -= run;
         self.stats.released += run as u64;
-        for (_, event) in events.drain(..run) {
-            out(event);
-        }
         self.queues[slot as usize].events = events;
         if exit {
             self.retire(thread);
@@ -926,7 +1035,7 @@ impl<T> OrderFilter<T> {
         };
         let q = &self.queues[slot as usize];
         let thread = q.thread;
-        let head = q.events.front().expect("found above").1.kind;
+        let head = q.events.front().expect("found above").kind;
         if let Some(need) = self.released.need(thread, head) {
             if self.stalls.len() == KEPT_STALLS {
                 self.stalls.pop_front();
@@ -952,6 +1061,124 @@ impl<T> OrderFilter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Ids whose cache entry is `id`'s (`n` of them, `id` first).
+    fn colliding(id: u64, n: usize) -> Vec<u64> {
+        let e = Counts::entry_of(id);
+        (0..)
+            .map(|k| id + k)
+            .filter(|&o| Counts::entry_of(o) == e)
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn ids_sharing_a_cache_entry_keep_their_own_counts() {
+        let ids = colliding(7, 3);
+        assert_eq!(ids.len(), 3);
+        let mut c = Counts::default();
+        let mut woken = Vec::new();
+        // Alternate between the ids, so that each lookup evicts the last one's entry.
+        let mut expect = [None; 3];
+        for round in 1..=5u64 {
+            for (k, &id) in ids.iter().enumerate() {
+                let n = round * 10 + k as u64;
+                c.raise(id, n, round, &mut woken);
+                expect[k] = Some(n);
+                for (j, &o) in ids.iter().enumerate() {
+                    assert_eq!(c.get(o).map(|c| c.count), expect[j], "id {o}");
+                }
+            }
+        }
+        assert_eq!(c.len(), 3);
+        // Forgetting one moves the others' places: the cache must not point at old ones.
+        let keep = ids[2];
+        c.get_or_default(ids[0]).used = 0;
+        c.get_or_default(ids[1]).used = 0;
+        c.retain(|o| o.used > 0);
+        assert_eq!(c.len(), 1);
+        assert!(c.get(ids[0]).is_none() && c.get(ids[1]).is_none());
+        assert_eq!(c.get(keep).map(|c| c.count), Some(52));
+        assert_eq!(
+            c.get_or_default(ids[0]).count,
+            0,
+            "made again, from nothing"
+        );
+    }
+
+    /// What [`Counts`] does for one op, the plain way: a hash map of [`Counted`].
+    #[derive(Debug, Clone)]
+    enum CountsOp {
+        Raise(usize, u64),
+        Wait(usize, u64),
+        Get(usize),
+        Forget(u64),
+    }
+
+    fn counts_op() -> impl Strategy<Value = CountsOp> {
+        prop_oneof![
+            4 => (0..12usize, 0..40u64).prop_map(|(i, n)| CountsOp::Raise(i, n)),
+            2 => (0..12usize, 0..40u64).prop_map(|(i, n)| CountsOp::Wait(i, n)),
+            3 => (0..12usize).prop_map(CountsOp::Get),
+            1 => (0..200u64).prop_map(CountsOp::Forget),
+        ]
+    }
+
+    proptest! {
+        /// The cached table answers as a plain map would, for ids that share cache entries
+        /// and ids that do not, through raises, waits and forgetting.
+        #[test]
+        fn counts_answer_as_a_plain_map(
+            seed in any::<u64>(),
+            ops in proptest::collection::vec(counts_op(), 1..300),
+        ) {
+            let mut ids = colliding(seed % 1000, 6);
+            ids.extend((1..=6u64).map(|k| seed.wrapping_mul(k).rotate_left(k as u32)));
+            let mut cached = Counts::default();
+            let mut plain: Map<u64, Counted> = Map::default();
+            let (mut woken_c, mut woken_p) = (Vec::new(), Vec::new());
+            for (now, op) in ops.into_iter().enumerate() {
+                let now = now as u64 + 1;
+                match op {
+                    CountsOp::Raise(i, n) => {
+                        cached.raise(ids[i], n, now, &mut woken_c);
+                        let c = plain.entry(ids[i]).or_default();
+                        c.used = now;
+                        if n > c.count {
+                            c.count = n;
+                            while let Some(&(w, slot, ticket)) = c.waiters.last()
+                                && w <= n
+                            {
+                                c.waiters.pop();
+                                woken_p.push((slot, ticket));
+                            }
+                        }
+                        prop_assert_eq!(&woken_c, &woken_p);
+                    }
+                    CountsOp::Wait(i, n) => {
+                        cached.get_or_default(ids[i]).add_waiter(n, i as u32, now);
+                        plain.entry(ids[i]).or_default().add_waiter(n, i as u32, now);
+                    }
+                    CountsOp::Get(i) => {
+                        let c = cached.get(ids[i]).map(|c| (c.count, c.used, c.waiters.clone()));
+                        let p = plain.get(&ids[i]).map(|c| (c.count, c.used, c.waiters.clone()));
+                        prop_assert_eq!(c, p);
+                    }
+                    CountsOp::Forget(cut) => {
+                        cached.retain(|c| !c.waiters.is_empty() || c.used > cut);
+                        plain.retain(|_, c| !c.waiters.is_empty() || c.used > cut);
+                    }
+                }
+                prop_assert_eq!(cached.len(), plain.len());
+            }
+            for &id in &ids {
+                let c = cached.get(id).map(|c| (c.count, c.used, c.waiters.clone()));
+                let p = plain.get(&id).map(|c| (c.count, c.used, c.waiters.clone()));
+                prop_assert_eq!(c, p);
+            }
+        }
+    }
 
     fn ev(thread: u64, kind: SyncEvent) -> Event<u32> {
         Event {
