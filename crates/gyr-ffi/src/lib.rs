@@ -152,11 +152,60 @@ pub extern "C" fn gyr_init() -> i32 {
         if rt.is_some() {
             return Ok(());
         }
-        let runtime = gyr::init()
+        let runtime = without_sigpipe(gyr::init)
             .map_err(|e| Error::new(GYR_E_RUNTIME, format!("the program runs unmonitored: {e}")))?;
+        // SAFETY: `at_exit` is an `extern "C" fn()` that cannot unwind and lives as long as
+        // the process; registered after gyr's own hook, it runs before it.
+        unsafe { libc::atexit(at_exit) };
         *rt = Some(runtime);
         Ok(())
     })
+}
+
+/// Runs `f` with SIGPIPE blocked on the calling thread. A C program keeps SIGPIPE's default
+/// action, which ends the process, and gyr writes to sockets (the steering server's clients,
+/// a hub) that a peer may close at any time: Rust programs ignore SIGPIPE from the start, C
+/// programs must not die of it either. Threads started inside `f` (the monitors, the server)
+/// inherit the mask for good; on the calling thread, a SIGPIPE raised by gyr's own writes inside
+/// `f` is taken off (`sigtimedwait`) before the program's mask is put back, so the program's own
+/// writes keep their default.
+fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigemptyset and sigaddset fill a set on this stack; pthread_sigmask changes the
+    // calling thread's mask only, and the previous mask is put back below.
+    let (set, old) = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        (set, old)
+    };
+    let out = f();
+    // SAFETY: `set` and `old` are the sets above; a zero timeout makes sigtimedwait only take
+    // a SIGPIPE already pending, never wait; the mask saved above is restored on this thread.
+    unsafe {
+        if libc::sigismember(&old, libc::SIGPIPE) != 1 {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == libc::SIGPIPE {}
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    out
+}
+
+/// At exit, before gyr's own hook ends the runtime on the exiting thread: that thread blocks
+/// SIGPIPE for the little life it has left, as `without_sigpipe` does for the other calls.
+extern "C" fn at_exit() {
+    // SAFETY: fills a set on this stack and blocks it on the calling thread only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Ends the runtime: every event recorded so far reaches the trace file and the sinks, and the
@@ -165,14 +214,14 @@ pub extern "C" fn gyr_init() -> i32 {
 pub extern "C" fn gyr_shutdown() -> i32 {
     status("gyr_shutdown", || {
         let rt = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match rt {
+        without_sigpipe(|| match rt {
             Some(rt) => {
                 rt.shutdown();
             }
             None => {
                 gyr::shutdown();
             }
-        }
+        });
         Ok(())
     })
 }
@@ -181,7 +230,7 @@ pub extern "C" fn gyr_shutdown() -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn gyr_flush() -> i32 {
     status("gyr_flush", || {
-        if gyr::flush() {
+        if without_sigpipe(gyr::flush) {
             Ok(())
         } else {
             Err(Error::new(
@@ -216,6 +265,44 @@ mod tests {
             .to_str()
             .unwrap()
             .to_owned()
+    }
+
+    #[test]
+    fn threads_started_without_sigpipe_inherit_the_mask_and_the_caller_keeps_its_own() {
+        let blocked = || {
+            // SAFETY: reads the calling thread's mask into a local set.
+            unsafe {
+                let mut cur: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut cur);
+                libc::sigismember(&cur, libc::SIGPIPE) == 1
+            }
+        };
+        assert!(!blocked());
+        let inside = without_sigpipe(|| std::thread::spawn(blocked).join().unwrap());
+        assert!(inside, "a thread started inside has SIGPIPE blocked");
+        assert!(!blocked(), "the caller's mask is put back");
+        // A SIGPIPE raised inside (as a write to a closed socket raises it) is taken off before
+        // the mask is restored: a handler counting deliveries never runs.
+        static DELIVERED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        extern "C" fn count(_: libc::c_int) {
+            DELIVERED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        // SAFETY: installs a handler that only touches an atomic, and puts the old one back.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = count as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            let mut prev: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGPIPE, &act, &mut prev);
+            without_sigpipe(|| {
+                libc::pthread_kill(libc::pthread_self(), libc::SIGPIPE);
+            });
+            assert_eq!(DELIVERED.load(std::sync::atomic::Ordering::SeqCst), 0);
+            // The check itself: the same signal outside is delivered.
+            libc::pthread_kill(libc::pthread_self(), libc::SIGPIPE);
+            assert_eq!(DELIVERED.load(std::sync::atomic::Ordering::SeqCst), 1);
+            libc::sigaction(libc::SIGPIPE, &prev, std::ptr::null_mut());
+        }
+        assert!(!blocked());
     }
 
     #[test]
