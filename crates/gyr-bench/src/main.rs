@@ -5,6 +5,7 @@
 mod callgrind;
 mod capture;
 mod contention;
+mod ffi_native;
 mod figures;
 mod floor;
 mod hub;
@@ -95,6 +96,15 @@ enum Bench {
         #[arg(long)]
         json: bool,
         /// A shorter run (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The sensor of C and Fortran programs (gyr-ffi, generated code) against Rust's.
+    FfiNative {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs (for smoke tests).
         #[arg(long)]
         quick: bool,
     },
@@ -197,6 +207,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Rules { json, quick } => rules::run(json, quick),
         Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
         Bench::Ordering { json, quick, only } => ordering::run(json, quick, &only),
+        Bench::FfiNative { json, quick } => ffi_native::run(json, quick),
         Bench::Sim { json, quick } => sim::run(json, quick),
         Bench::HubFeeder {
             addr,

@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump), `trace_clock` (clock, and `--sync`),
-//! `trace_convert` (info, export, import), `spec_cmd`, `steer_cmd` for the one-shot steering
+//! `trace_convert` (info, export, import), `spec_cmd`, `gen_cmd`, `steer_cmd` for the one-shot steering
 //! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
 //! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`, `ensemble_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
@@ -18,6 +18,7 @@ mod demo;
 mod demo_heat;
 mod demo_npss;
 mod ensemble_cmd;
+mod gen_cmd;
 mod hub_cmd;
 mod rules_cmd;
 mod run_cmd;
@@ -78,6 +79,8 @@ enum Command {
         /// The spec file.
         file: PathBuf,
     },
+    /// Generate typed sensor code for C, C++ or Fortran from a sensor specification file.
+    Gen(gen_cmd::GenArgs),
     /// List the running gyr programs of this user, or the programs a hub watches.
     Ps {
         /// The hub's gRPC address (host:port) instead of this machine's announcements.
@@ -347,6 +350,7 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::View(a)) => hub_cmd::view(a),
         Command::Api(ApiCommand::DescriptorSet { output }) => api_cmd::descriptor_set(&output),
         Command::Spec { file } => spec_cmd::check(&file),
+        Command::Gen(a) => gen_cmd::run(a),
         Command::Ps { hub: None, .. } => steer_cmd::ps(),
         Command::Ps {
             hub: Some(hub),

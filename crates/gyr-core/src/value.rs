@@ -120,6 +120,16 @@ pub enum PayloadError {
         /// Values given.
         given: usize,
     },
+    /// The payload goes on after its schema's last field.
+    #[error(
+        "payload of `{event}` is {extra} bytes longer than its fields: encode exactly the schema's fields, in order"
+    )]
+    Long {
+        /// The event type.
+        event: String,
+        /// Bytes past the last field.
+        extra: usize,
+    },
     /// A value does not fit its field's type.
     #[error("field `{field}` of `{event}` has type {ty}; the value {value} does not fit it")]
     Mismatch {
@@ -153,6 +163,48 @@ fn read_scalar(s: ScalarType, b: &[u8]) -> Value {
         ScalarType::F64 => Value::Float(le!(f64)),
         ScalarType::Bool => Value::Bool(b[0] != 0),
     }
+}
+
+/// Checks, without allocating, that `payload` is exactly one encoding of `schema`'s fields: what
+/// a payload encoded outside Rust (a C or Fortran sensor) must pass before it reaches a ring.
+pub fn check(schema: &Schema, payload: &[u8]) -> Result<(), PayloadError> {
+    let mut at = 0usize;
+    for field in &schema.fields {
+        let short = || PayloadError::Short {
+            event: schema.name.clone(),
+            field: field.name.clone(),
+        };
+        let len = match field.ty {
+            FieldType::Str | FieldType::Bytes => {
+                let len_bytes = payload.get(at..at + 4).ok_or_else(short)?;
+                let len = u32::from_le_bytes(len_bytes.try_into().unwrap()) as usize;
+                at += 4;
+                let bytes = payload
+                    .get(at..at.checked_add(len).ok_or_else(short)?)
+                    .ok_or_else(short)?;
+                if field.ty == FieldType::Str && std::str::from_utf8(bytes).is_err() {
+                    return Err(PayloadError::BadUtf8 {
+                        event: schema.name.clone(),
+                        field: field.name.clone(),
+                    });
+                }
+                len
+            }
+            FieldType::Array(s, n) => s.size() * n as usize,
+            FieldType::Scalar(s) => s.size(),
+        };
+        if payload.len() < at + len {
+            return Err(short());
+        }
+        at += len;
+    }
+    if payload.len() > at {
+        return Err(PayloadError::Long {
+            event: schema.name.clone(),
+            extra: payload.len() - at,
+        });
+    }
+    Ok(())
 }
 
 /// Decodes every field of `payload` as `schema` describes it.
@@ -382,6 +434,58 @@ mod tests {
         }
     }
     use crate::schema::Field;
+
+    #[test]
+    fn check_accepts_exact_encodings_only() {
+        let schema = Schema::new(
+            4,
+            "ev",
+            vec![
+                Field::new("n", FieldType::U32),
+                Field::new("s", FieldType::Str),
+                Field::new("a", FieldType::Array(ScalarType::F32, 2)),
+            ],
+        )
+        .unwrap();
+        let good = encode(
+            &schema,
+            &[
+                Value::UInt(7),
+                Value::Str("hé".into()),
+                Value::Array(vec![Value::Float(1.0), Value::Float(2.0)]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(check(&schema, &good), Ok(()));
+        for cut in 0..good.len() {
+            assert!(
+                matches!(
+                    check(&schema, &good[..cut]),
+                    Err(PayloadError::Short { .. })
+                ),
+                "{cut}"
+            );
+        }
+        let mut long = good.clone();
+        long.push(0);
+        assert!(matches!(
+            check(&schema, &long),
+            Err(PayloadError::Long { extra: 1, .. })
+        ));
+        let mut bad = good.clone();
+        bad[8] = 0xff; // the first byte of the string
+        assert!(matches!(
+            check(&schema, &bad),
+            Err(PayloadError::BadUtf8 { .. })
+        ));
+        // A length that runs past the end, or overflows, is short, never a panic.
+        let mut huge = good;
+        huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            check(&schema, &huge),
+            Err(PayloadError::Short { .. })
+        ));
+    }
 
     #[test]
     fn round_trips_every_type() {

@@ -5,18 +5,21 @@
 //! are checked and encoded field by field) but usable without Rust types, which is what C and
 //! Fortran bindings and generic tools need.
 
-use crate::registry::{self, RegisterError, SensorType};
+use crate::producer;
+use crate::registry::{self, RegisterError, STATE_OFF, STATE_ON, SensorType};
 use crate::sensor::emit_limited;
 use gyr_core::spec::{Spec, SpecError};
-use gyr_core::value::{PayloadError, encode_into, encoded_len};
+use gyr_core::value::{PayloadError, check, encode_into, encoded_len};
 use gyr_core::{Field, Schema, Value};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 /// A sensor of a run-time-defined event type.
 #[derive(Debug, Clone)]
 pub struct DynamicSensor {
     ty: &'static SensorType,
     schema: Schema,
+    fixed: Option<usize>,
 }
 
 /// Why a spec file's sensors could not be registered.
@@ -35,9 +38,11 @@ impl DynamicSensor {
     /// Registers (or finds) the event type `name` with `fields`.
     pub fn register(name: &str, fields: Vec<Field>) -> Result<Self, RegisterError> {
         let ty = registry::register_dynamic(name, fields.clone(), "dynamic")?;
+        let schema = Schema::new(ty.id(), name, fields)?;
         Ok(DynamicSensor {
             ty,
-            schema: Schema::new(ty.id(), name, fields)?,
+            fixed: schema.fixed_size(),
+            schema,
         })
     }
 
@@ -53,6 +58,41 @@ impl DynamicSensor {
         emit_limited(self.ty, &self.ty.limits, len, |out| {
             encode_into(&self.schema, values, out)
         });
+        Ok(())
+    }
+}
+
+impl DynamicSensor {
+    /// Whether events of this type are recorded now (one relaxed load): a caller that must
+    /// compute a payload can skip it when not.
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.ty.state.load(Ordering::Relaxed) != STATE_OFF
+    }
+
+    /// Records an event whose payload the caller encoded already, in the layout of
+    /// [`gyr_core::value`]: what C, C++ and Fortran sensors call. The switch is checked first;
+    /// then the payload's shape (its length alone for a type of fixed size, a walk of its
+    /// fields otherwise), and it is copied into the ring as a derived sensor's would be: no
+    /// allocation, no lock.
+    #[inline]
+    pub fn emit_encoded(&self, payload: &[u8]) -> Result<(), PayloadError> {
+        let state = self.ty.state.load(Ordering::Relaxed);
+        if state == STATE_OFF {
+            return Ok(());
+        }
+        match self.fixed {
+            Some(n) if n == payload.len() => {}
+            _ => check(&self.schema, payload)?,
+        }
+        if state == STATE_ON {
+            let id = self.ty.id.load(Ordering::Relaxed);
+            producer::record(id, payload.len(), |out| out.copy_from_slice(payload));
+        } else {
+            emit_limited(self.ty, &self.ty.limits, payload.len(), |out| {
+                out.copy_from_slice(payload)
+            });
+        }
         Ok(())
     }
 }

@@ -45,6 +45,7 @@
 //! ```
 
 mod condition;
+mod dynamic;
 pub mod log;
 mod object;
 mod param;
@@ -53,6 +54,7 @@ mod synch;
 mod value;
 
 pub use condition::Condition;
+pub use dynamic::DynamicObject;
 pub use object::{
     Actuator, Args, DEFAULT_PROBE_LOCK_TIMEOUT, ObjectKind, OperationInfo, Param as ParamInfo,
     Steerable, Steered,
