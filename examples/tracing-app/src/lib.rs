@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 //!
 //! The solver ([`run`]) uses `tracing`'s macros only: it would log the same way under any
-//! subscriber. What gyr makes of it is decided in `main.rs`, in the subscriber set-up alone.
+//! subscriber. What gyr makes of it is decided in [`app`], in the subscriber set-up alone.
+
+pub mod app;
 
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -111,7 +113,12 @@ pub fn run(cfg: &Config) -> Outcome {
     for w in workers {
         let _ = w.join();
     }
-    info!(steps = step, residual, converged = residual < 1e-6, "solver ends");
+    info!(
+        steps = step,
+        residual,
+        converged = residual < 1e-6,
+        "solver ends"
+    );
     Outcome {
         steps: step,
         residual,

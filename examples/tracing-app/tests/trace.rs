@@ -22,7 +22,12 @@ fn events(path: &Path) -> Vec<Event> {
         } = item
         {
             let values = decode(s, record.payload).expect("payloads match their schema");
-            let fields = s.fields.iter().map(|f| f.name.clone()).zip(values).collect();
+            let fields = s
+                .fields
+                .iter()
+                .map(|f| f.name.clone())
+                .zip(values)
+                .collect();
             out.push((s.name.clone(), record.thread, fields));
         }
     });
@@ -47,7 +52,10 @@ fn a_program_using_only_tracing_writes_a_gyr_trace() {
         String::from_utf8_lossy(&o.stderr),
     );
     assert!(o.status.success(), "{out}{err}");
-    assert!(out.contains("12 sweeps") && out.contains(", 0 lost"), "{out}");
+    assert!(
+        out.contains("12 sweeps") && out.contains(", 0 lost"),
+        "{out}"
+    );
     // The program's own log lines still appear (fmt layer, INFO and above).
     assert!(err.contains("sweep done"), "{err}");
     assert!(!err.contains("domain_change"), "{err}");
@@ -59,7 +67,10 @@ fn a_program_using_only_tracing_writes_a_gyr_trace() {
     for (k, (_, _, f)) in residual.iter().enumerate() {
         assert_eq!(f["step"], Value::UInt(k as u64 + 1));
         assert_eq!(f["message"], Value::Str("sweep done".into()));
-        assert!(matches!(f["residual"], Value::Float(r) if r > 0.0 && r < 1.0), "{f:?}");
+        assert!(
+            matches!(f["residual"], Value::Float(r) if r > 0.0 && r < 1.0),
+            "{f:?}"
+        );
         assert!(matches!(f["flux"], Value::Float(_)), "{f:?}");
     }
     // DEBUG events reach gyr although the fmt layer filters them out.
