@@ -5,6 +5,7 @@
 mod callgrind;
 mod capture;
 mod contention;
+mod ffi;
 mod figures;
 mod floor;
 mod hub;
@@ -51,6 +52,17 @@ enum Bench {
         #[arg(long)]
         json: bool,
         /// Fewer operations (for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Ways into gyr from code not written for its sensors: `tracing` through gyr-tracing's
+    /// layer against tracing's own file capture, tracing's dispatch alone and gyr's typed
+    /// sensor; events and spans.
+    Ffi {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Fewer, shorter rounds (for smoke tests); figures are noisier.
         #[arg(long)]
         quick: bool,
     },
@@ -192,6 +204,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::CaptureChild(spec) => capture::child(spec),
         Bench::Steering { json, quick } => steering::run(json, quick),
+        Bench::Ffi { json, quick } => ffi::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),
         Bench::Rules { json, quick } => rules::run(json, quick),
