@@ -1,4 +1,5 @@
-//! The sensor of C and Fortran programs against Rust's, measured in the same run: one event of
+//! The sensor of C and Fortran programs against Rust's, measured in the same run (part of
+//! `gyr-bench ffi`): one event of
 //! the same shape (`step: u64, energy: f64, alpha: f64`, 24 bytes) emitted in a loop by a C
 //! program and a Fortran program whose sensor code `gyr_ffi::codegen` generated, each compiled
 //! here (`cc -O2`, `gfortran -O2`) against `libgyr_ffi.a`, and by a derived Rust sensor
@@ -31,6 +32,7 @@ impl NativeFigures {
             "rust_sensor_ns": round(self.rust_sensor_ns),
             "c_vs_rust": round(self.c_sensor_ns / self.rust_sensor_ns),
             "fortran_vs_rust": round(self.fortran_sensor_ns / self.rust_sensor_ns),
+            "native_vs_rust_target": 1.2,
         })
     }
 }
@@ -242,21 +244,4 @@ pub(crate) fn measure(quick: bool) -> anyhow::Result<NativeFigures> {
         fortran_sensor_ns: best(&fs),
         rust_sensor_ns: best(&r),
     })
-}
-
-/// `gyr-bench ffi-native`: the figures, then one JSON object as the last line.
-pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
-    let fig = measure(quick)?;
-    println!(
-        "sensor, 24-byte event: Rust {:.2} ns, C {:.2} ns ({:.2}x), Fortran {:.2} ns ({:.2}x)",
-        fig.rust_sensor_ns,
-        fig.c_sensor_ns,
-        fig.c_sensor_ns / fig.rust_sensor_ns,
-        fig.fortran_sensor_ns,
-        fig.fortran_sensor_ns / fig.rust_sensor_ns
-    );
-    if json {
-        println!("{}", fig.json());
-    }
-    Ok(())
 }

@@ -5,6 +5,7 @@
 mod callgrind;
 mod capture;
 mod contention;
+mod ffi;
 mod ffi_native;
 mod figures;
 mod floor;
@@ -55,6 +56,17 @@ enum Bench {
         #[arg(long)]
         quick: bool,
     },
+    /// Ways into gyr from code not written for its sensors: `tracing` through gyr-tracing's
+    /// layer against tracing's own file capture, tracing's dispatch alone and gyr's typed
+    /// sensor; events and spans.
+    Ffi {
+        /// End with one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Fewer, shorter rounds (for smoke tests); figures are noisier.
+        #[arg(long)]
+        quick: bool,
+    },
     /// The hub: events/s from 8 simulated processes against the transport floor; latency from
     /// a sensor to a gRPC subscriber of the hub and to a WebSocket page.
     Hub {
@@ -96,15 +108,6 @@ enum Bench {
         #[arg(long)]
         json: bool,
         /// A shorter run (for smoke tests).
-        #[arg(long)]
-        quick: bool,
-    },
-    /// The sensor of C and Fortran programs (gyr-ffi, generated code) against Rust's.
-    FfiNative {
-        /// End with one JSON object on the last line of stdout.
-        #[arg(long)]
-        json: bool,
-        /// Shorter runs (for smoke tests).
         #[arg(long)]
         quick: bool,
     },
@@ -202,12 +205,12 @@ fn main() -> anyhow::Result<()> {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::CaptureChild(spec) => capture::child(spec),
         Bench::Steering { json, quick } => steering::run(json, quick),
+        Bench::Ffi { json, quick } => ffi::run(json, quick),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),
         Bench::Rules { json, quick } => rules::run(json, quick),
         Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
         Bench::Ordering { json, quick, only } => ordering::run(json, quick, &only),
-        Bench::FfiNative { json, quick } => ffi_native::run(json, quick),
         Bench::Sim { json, quick } => sim::run(json, quick),
         Bench::HubFeeder {
             addr,

@@ -153,7 +153,7 @@ pub unsafe extern "C" fn gyr_emit(sensor: *const GyrSensor, payload: *const u8, 
         // SAFETY: non-null, and the caller promises `len` readable bytes.
         unsafe { std::slice::from_raw_parts(payload, len) }
     };
-    match s.sensor.emit_encoded(bytes) {
+    match s.sensor.emit_payload(bytes) {
         Ok(()) => crate::GYR_OK,
         Err(e) => status("gyr_emit", || Err(Error::new(GYR_E_INVALID, e.to_string()))),
     }

@@ -51,6 +51,16 @@ impl DynamicSensor {
         &self.schema
     }
 
+    /// Records an event whose payload `encode` writes into the `len` bytes it is given, in the
+    /// layout [`gyr_core::value`] specifies for this schema, if the sensor is on: what a bridge
+    /// from another instrumentation API uses to skip building [`Value`]s for every event. No
+    /// allocation; a payload that does not follow the schema is read back as garbage, so prefer
+    /// [`emit`](Self::emit) unless the event rate matters.
+    #[inline]
+    pub fn emit_encoded(&self, len: usize, encode: impl FnOnce(&mut [u8])) {
+        emit_limited(self.ty, &self.ty.limits, len, encode);
+    }
+
     /// Records an event with these field values, if the sensor is on. Values that do not fit
     /// the schema are refused with an error saying which field and why.
     pub fn emit(&self, values: &[Value]) -> Result<(), PayloadError> {
@@ -76,7 +86,7 @@ impl DynamicSensor {
     /// fields otherwise), and it is copied into the ring as a derived sensor's would be: no
     /// allocation, no lock.
     #[inline]
-    pub fn emit_encoded(&self, payload: &[u8]) -> Result<(), PayloadError> {
+    pub fn emit_payload(&self, payload: &[u8]) -> Result<(), PayloadError> {
         let state = self.ty.state.load(Ordering::Relaxed);
         if state == STATE_OFF {
             return Ok(());

@@ -168,6 +168,10 @@ pub(crate) fn start(
     let thread = std::thread::Builder::new()
         .name("gyr-server".into())
         .spawn(move || {
+            // tonic and h2 log through `tracing`. Their events describe gyr's own traffic: they
+            // must not reach a subscriber the program installed, where a layer recording into
+            // gyr (gyr-tracing) would feed every batch sent back into the stream as new events.
+            let _quiet = tracing::dispatcher::set_default(&tracing::Dispatch::none());
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

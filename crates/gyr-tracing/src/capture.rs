@@ -1,0 +1,354 @@
+//! One event's (or span's) field values, gathered by a [`Visit`]or without allocating, and
+//! their encoding in gyr's payload layout.
+//!
+//! # Types
+//!
+//! `tracing` says a value's type only when it is recorded, so the type of each field is read
+//! from the value: `i64`, `u64`, `f64` and `bool` stay themselves; strings, errors, `Debug`
+//! values (including the `message`), and 128-bit integers become strings. A field that was not
+//! recorded (`tracing::field::Empty`) is absent. The types of the fields together make an
+//! event's [`Signature`], which picks its gyr schema.
+//!
+//! # Text
+//!
+//! The text of one event's string fields is kept on the stack, at most [`MAX_TEXT`] bytes in
+//! all; what goes beyond is cut at a character boundary.
+
+use std::fmt::{self, Write as _};
+use tracing_core::field::{Field, Visit};
+
+/// The most fields a call site can have that gyr records; `tracing`'s macros accept no more
+/// than 32 either. Further fields are left out.
+pub(crate) const MAX_FIELDS: usize = 32;
+
+/// Bytes of text (strings and `Debug` values) kept per event: the rest is cut off. A larger
+/// value keeps longer messages whole and makes every event's stack frame larger.
+pub const MAX_TEXT: usize = 512;
+
+/// One field's value: numbers in place, text as a range of the text buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum Val {
+    #[default]
+    Absent,
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Text {
+        start: u32,
+        len: u32,
+    },
+}
+
+impl Val {
+    /// The 3-bit code of the value's type in a [`Signature`].
+    fn code(&self) -> u128 {
+        match self {
+            Val::Absent => 0,
+            Val::I64(_) => 1,
+            Val::U64(_) => 2,
+            Val::F64(_) => 3,
+            Val::Bool(_) => 4,
+            Val::Text { .. } => 5,
+        }
+    }
+
+    /// The gyr field type of a value's type code, `None` when absent.
+    pub(crate) fn field_type(code: u128) -> Option<gyr::gyr_core::FieldType> {
+        use gyr::gyr_core::FieldType as F;
+        Some(match code {
+            1 => F::I64,
+            2 => F::U64,
+            3 => F::F64,
+            4 => F::Bool,
+            5 => F::Str,
+            _ => return None,
+        })
+    }
+
+    fn encoded_len(&self) -> usize {
+        match self {
+            Val::Absent => 0,
+            Val::I64(_) | Val::U64(_) | Val::F64(_) => 8,
+            Val::Bool(_) => 1,
+            Val::Text { len, .. } => 4 + *len as usize,
+        }
+    }
+}
+
+/// The types of an event's fields, 3 bits per field index: which schema of its call site
+/// the event is recorded under.
+pub(crate) type Signature = u128;
+
+/// The type code of field `i` in `sig`.
+pub(crate) fn code_at(sig: Signature, i: usize) -> u128 {
+    (sig >> (3 * i)) & 7
+}
+
+/// The signature of `vals`.
+pub(crate) fn signature(vals: &[Val]) -> Signature {
+    vals.iter()
+        .enumerate()
+        .fold(0, |sig, (i, v)| sig | (v.code() << (3 * i)))
+}
+
+/// Payload bytes of `vals` in gyr's layout.
+pub(crate) fn encoded_len(vals: &[Val]) -> usize {
+    vals.iter().map(Val::encoded_len).sum()
+}
+
+/// Writes `vals` (their text in `text`) into `out`, which is exactly [`encoded_len`] long, in
+/// the layout of [`gyr::gyr_core::value`]: present fields in order, little-endian.
+pub(crate) fn encode(vals: &[Val], text: &[u8], out: &mut [u8]) {
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        out[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    for v in vals {
+        match *v {
+            Val::Absent => {}
+            Val::I64(x) => put(&x.to_le_bytes()),
+            Val::U64(x) => put(&x.to_le_bytes()),
+            Val::F64(x) => put(&x.to_le_bytes()),
+            Val::Bool(x) => put(&[x as u8]),
+            Val::Text { start, len } => {
+                put(&len.to_le_bytes());
+                put(&text[start as usize..(start + len) as usize]);
+            }
+        }
+    }
+}
+
+/// The values of one event, gathered on the stack.
+#[derive(Debug)]
+pub(crate) struct Capture {
+    vals: [Val; MAX_FIELDS],
+    n: usize,
+    text: [u8; MAX_TEXT],
+    text_len: usize,
+}
+
+impl Capture {
+    /// An empty capture for a call site with `n` fields.
+    #[inline]
+    pub(crate) fn new(n: usize) -> Self {
+        Capture {
+            vals: [Val::Absent; MAX_FIELDS],
+            n: n.min(MAX_FIELDS),
+            text: [0; MAX_TEXT],
+            text_len: 0,
+        }
+    }
+
+    /// The values by field index.
+    pub(crate) fn vals(&self) -> &[Val] {
+        &self.vals[..self.n]
+    }
+
+    /// The text the values' ranges point into.
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text[..self.text_len]
+    }
+
+    fn set(&mut self, field: &Field, v: Val) {
+        if let Some(slot) = self.vals[..self.n].get_mut(field.index()) {
+            *slot = v;
+        }
+    }
+
+    /// Appends as much of `s` as fits, cut at a character boundary; returns its range.
+    fn push_str(&mut self, s: &str) -> (u32, u32) {
+        let start = self.text_len;
+        let room = MAX_TEXT - start;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.text[start..start + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.text_len += take;
+        (start as u32, take as u32)
+    }
+}
+
+/// Writes into a capture's text buffer, cutting what does not fit.
+struct TextWriter<'a>(&'a mut Capture);
+
+impl fmt::Write for TextWriter<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
+impl Visit for Capture {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.set(field, Val::F64(value));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field, Val::I64(value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field, Val::U64(value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.set(field, Val::Bool(value));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.index() >= self.n {
+            return;
+        }
+        let (start, len) = self.push_str(value);
+        self.set(field, Val::Text { start, len });
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.index() >= self.n {
+            return;
+        }
+        let start = self.text_len;
+        let _ = write!(TextWriter(self), "{value:?}");
+        let len = self.text_len - start;
+        self.set(
+            field,
+            Val::Text {
+                start: start as u32,
+                len: len as u32,
+            },
+        );
+    }
+}
+
+/// A span's values, kept in its extensions from `new_span` on and updated by `record`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct SpanValues {
+    pub(crate) vals: Vec<Val>,
+    pub(crate) text: Vec<u8>,
+}
+
+impl SpanValues {
+    /// The values of `cap`, owned.
+    pub(crate) fn from_capture(cap: &Capture) -> Self {
+        SpanValues {
+            vals: cap.vals().to_vec(),
+            text: cap.text().to_vec(),
+        }
+    }
+
+    /// Takes the values `cap` recorded (later `record` calls win), keeping the others; the
+    /// text stays within [`MAX_TEXT`].
+    pub(crate) fn update(&mut self, cap: &Capture) {
+        let mut text = Vec::with_capacity(self.text.len() + cap.text().len());
+        let n = self.vals.len().max(cap.vals().len());
+        self.vals.resize(n, Val::Absent);
+        for (i, v) in self.vals.iter_mut().enumerate() {
+            let (new, src) = match cap.vals().get(i) {
+                Some(c) if *c != Val::Absent => (*c, cap.text()),
+                _ => (*v, &self.text[..]),
+            };
+            *v = match new {
+                Val::Text { start, len } => {
+                    let s = &src[start as usize..(start + len) as usize];
+                    let take = s.len().min(MAX_TEXT - text.len());
+                    let take = (0..=take)
+                        .rev()
+                        .find(|&k| std::str::from_utf8(&s[..k]).is_ok())
+                        .unwrap_or(0);
+                    let at = text.len() as u32;
+                    text.extend_from_slice(&s[..take]);
+                    Val::Text {
+                        start: at,
+                        len: take as u32,
+                    }
+                }
+                other => other,
+            };
+        }
+        self.text = text;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_cut_at_a_character_boundary() {
+        let mut cap = Capture::new(2);
+        let long = "é".repeat(MAX_TEXT); // 2 bytes each
+        let (start, len) = cap.push_str("ab");
+        assert_eq!((start, len), (0, 2));
+        let (start, len) = cap.push_str(&long);
+        assert_eq!(start, 2);
+        assert_eq!(len as usize, MAX_TEXT - 2);
+        assert!(std::str::from_utf8(cap.text()).is_ok());
+        // Full: nothing more fits.
+        assert_eq!(cap.push_str("x").1, 0);
+    }
+
+    #[test]
+    fn encoding_follows_gyr_payload_layout() {
+        use gyr::gyr_core::{Field as F, FieldType as T, Schema, Value, value::decode};
+        let mut cap = Capture::new(5);
+        cap.vals[0] = Val::I64(-3);
+        cap.vals[1] = Val::U64(7);
+        let (start, len) = cap.push_str("héllo");
+        cap.vals[2] = Val::Text { start, len };
+        // Field 3 absent.
+        cap.vals[4] = Val::Bool(true);
+        let sig = signature(cap.vals());
+        assert_eq!(code_at(sig, 3), 0);
+        let mut out = vec![0; encoded_len(cap.vals())];
+        encode(cap.vals(), cap.text(), &mut out);
+        let schema = Schema::new(
+            9,
+            "t",
+            vec![
+                F::new("a", T::I64),
+                F::new("b", T::U64),
+                F::new("c", T::Str),
+                F::new("e", T::Bool),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&schema, &out).unwrap(),
+            vec![
+                Value::Int(-3),
+                Value::UInt(7),
+                Value::Str("héllo".into()),
+                Value::Bool(true)
+            ]
+        );
+    }
+
+    #[test]
+    fn span_values_update_keeps_unrecorded_fields() {
+        let mut first = Capture::new(3);
+        let (s, l) = first.push_str("one");
+        first.vals[0] = Val::Text { start: s, len: l };
+        first.vals[1] = Val::U64(1);
+        let mut span = SpanValues::from_capture(&first);
+        let mut later = Capture::new(3);
+        let (s, l) = later.push_str("two!");
+        later.vals[2] = Val::Text { start: s, len: l };
+        later.vals[1] = Val::U64(2);
+        span.update(&later);
+        assert_eq!(span.vals[1], Val::U64(2));
+        let text = |v: Val| match v {
+            Val::Text { start, len } => {
+                std::str::from_utf8(&span.text[start as usize..(start + len) as usize])
+                    .unwrap()
+                    .to_owned()
+            }
+            other => panic!("not text: {other:?}"),
+        };
+        assert_eq!(text(span.vals[0]), "one");
+        assert_eq!(text(span.vals[2]), "two!");
+        assert_eq!(span.text.len(), 7);
+    }
+}

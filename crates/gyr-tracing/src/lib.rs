@@ -1,0 +1,190 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt;
+//!
+//! let mem = gyr::MemorySink::new();
+//! let rt = gyr::Builder::new().sink(mem.clone()).start().unwrap();
+//! let subscriber = tracing_subscriber::registry().with(gyr_tracing::GyrLayer::new());
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let _solve = tracing::info_span!("solve", domain = 3_u64).entered();
+//!     tracing::info!(name: "residual", step = 7_u64, residual = 0.25, "converging");
+//! });
+//! rt.shutdown();
+//! let events = mem.events(&format!("{}.residual.info", module_path!().replace("::", ".")));
+//! assert_eq!(events.len(), 1);
+//! ```
+//!
+//! # What a `tracing` program's data becomes
+//!
+//! | `tracing` | gyr |
+//! |---|---|
+//! | an event | an event of its call site's type ([`type_name`]: target, name or line, level), its fields typed as [`capture`](mod@capture) says |
+//! | a span entered | `gyr.span.begin { name }`, then, if the span has fields, an event of the span's type with the values recorded at its creation and by `record` |
+//! | a span exited | `gyr.span.end { name }` |
+//!
+//! Spans are entered and exited on one thread, so each begin pairs with the end that follows
+//! it on the same thread, also when a span created on one thread is entered on another: gyr's
+//! span durations, timelines and exports read them as they read `gyr::span!`.
+//!
+//! # Switches and cost
+//!
+//! Every schema is an ordinary gyr event type: `gyr sensors off NAME`, rules and rates work on
+//! it. When a call site's first schema is switched off (or no runtime runs), its events cost a
+//! table lookup and one load: their fields are not even visited. Figures for this machine, and
+//! against `tracing`'s own formatting layer, are in the README (`gyr-bench ffi`).
+
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+
+mod callsite;
+pub mod capture;
+
+pub use callsite::{DEFAULT_MAX_CALLSITES, DEFAULT_MAX_SCHEMAS, MAX_VARIANTS, type_name};
+pub use capture::MAX_TEXT;
+
+use callsite::{Budget, Outcome, Table};
+use capture::{Capture, SpanValues};
+use gyr::sync::events::{SpanBegin, SpanEnd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The layer: records a subscriber's events and spans as gyr events.
+///
+/// Add it beside any other layers of a [`tracing_subscriber::Registry`]; it never filters what
+/// the others see. It records into the gyr runtime of the process (`gyr::init()`), and records
+/// nothing, cheaply, while none runs. Clones share their call sites, schemas and counts (keep
+/// one to read [`unrecorded`](Self::unrecorded) after handing the other to a subscriber).
+#[derive(Debug, Clone)]
+pub struct GyrLayer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    callsites: Table,
+    budget: Budget,
+    unrecorded: AtomicU64,
+}
+
+impl Default for GyrLayer {
+    fn default() -> Self {
+        GyrLayer::new()
+    }
+}
+
+impl GyrLayer {
+    /// A layer with the default bounds ([`DEFAULT_MAX_CALLSITES`], [`DEFAULT_MAX_SCHEMAS`]).
+    pub fn new() -> Self {
+        GyrLayer::with_limits(DEFAULT_MAX_CALLSITES, DEFAULT_MAX_SCHEMAS)
+    }
+
+    /// A layer recording at most `max_callsites` call sites (events and spans) and registering
+    /// at most `max_schemas` gyr event types. Events beyond them are counted, not recorded.
+    pub fn with_limits(max_callsites: usize, max_schemas: usize) -> Self {
+        GyrLayer {
+            inner: Arc::new(Inner {
+                callsites: Table::new(max_callsites),
+                budget: Budget::new(max_schemas),
+                unrecorded: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Events (and span field sets) this layer could not record because a bound was reached
+    /// or their schema was refused; each kind is also reported once on stderr.
+    pub fn unrecorded(&self) -> u64 {
+        self.inner.unrecorded.load(Ordering::Relaxed)
+            + self.inner.callsites.overflow.load(Ordering::Relaxed)
+    }
+}
+
+impl Inner {
+    fn count(&self, outcome: Outcome) {
+        if outcome == Outcome::Unrecorded {
+            self.unrecorded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<S> Layer<S> for GyrLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let Some(cs) = self.inner.callsites.get(event.metadata()) else {
+            return;
+        };
+        if cs.is_off() {
+            return;
+        }
+        let mut cap = Capture::new(cs.meta().fields().len());
+        event.record(&mut cap);
+        self.inner
+            .count(cs.emit(cap.vals(), cap.text(), &self.inner.budget));
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let meta = attrs.metadata();
+        if meta.fields().is_empty() {
+            return;
+        }
+        let Some(cs) = self.inner.callsites.get(meta) else {
+            return;
+        };
+        if cs.is_off() {
+            return;
+        }
+        let mut cap = Capture::new(meta.fields().len());
+        attrs.record(&mut cap);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(SpanValues::from_capture(&cap));
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut cap = Capture::new(span.metadata().fields().len());
+        values.record(&mut cap);
+        let mut ext = span.extensions_mut();
+        match ext.get_mut::<SpanValues>() {
+            Some(v) => v.update(&cap),
+            None => ext.insert(SpanValues::from_capture(&cap)),
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let meta = span.metadata();
+        gyr::emit!(SpanBegin { name: meta.name() });
+        let ext = span.extensions();
+        let Some(values) = ext.get::<SpanValues>() else {
+            return;
+        };
+        let Some(cs) = self.inner.callsites.get(meta) else {
+            return;
+        };
+        if !cs.is_off() {
+            self.inner
+                .count(cs.emit(&values.vals, &values.text, &self.inner.budget));
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        if let Some(meta) = ctx.metadata(id) {
+            gyr::emit!(SpanEnd { name: meta.name() });
+        }
+    }
+}

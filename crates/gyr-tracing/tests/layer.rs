@@ -1,0 +1,292 @@
+//! The layer end to end in one process: a gyr runtime with a memory sink, a `tracing`
+//! subscriber with the layer (beside `tracing`'s own fmt layer), and the events that arrive.
+
+use gyr::MemorySink;
+use gyr::control::{Target, set_enabled};
+use gyr::gyr_core::{FieldType, Value};
+use gyr_tracing::GyrLayer;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// One runtime runs per process: each test takes this lock first.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` under a subscriber made of the layer and a fmt layer writing nowhere, with a gyr
+/// runtime recording into memory; returns what was recorded.
+fn record(layer: GyrLayer, f: impl FnOnce()) -> MemorySink {
+    let mem = MemorySink::new();
+    let rt = gyr::Builder::new()
+        .serve(false)
+        .sink(mem.clone())
+        .start()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink))
+        .with(layer);
+    tracing::subscriber::with_default(subscriber, f);
+    rt.shutdown();
+    mem
+}
+
+/// The gyr type name of a call site in this file with `tail` (name or `L<line>`) and `level`.
+fn ty(tail: &str, level: &str) -> String {
+    format!("{}.{tail}.{level}", module_path!().replace("::", "."))
+}
+
+fn field_types(mem: &MemorySink, name: &str) -> Vec<(String, FieldType)> {
+    let rec = mem.records();
+    let id = rec
+        .iter()
+        .map(|r| r.type_id)
+        .find(|&id| mem.schema(id).is_some_and(|s| s.name == name))
+        .unwrap_or_else(|| panic!("no events of `{name}`"));
+    mem.schema(id)
+        .unwrap()
+        .fields
+        .into_iter()
+        .map(|f| (f.name, f.ty))
+        .collect()
+}
+
+#[derive(Debug)]
+struct Point {
+    #[allow(dead_code)] // read through `Debug`
+    x: i32,
+}
+
+#[test]
+fn events_keep_typed_fields_target_and_level() {
+    let _g = serial();
+    let mem = record(GyrLayer::new(), || {
+        let label = "solver";
+        tracing::warn!(
+            name: "typed",
+            signed = -5_i64,
+            unsigned = 5_u64,
+            ratio = 0.5,
+            ok = true,
+            label,
+            at = ?Point { x: 3 },
+            "step {} done",
+            7
+        );
+    });
+    let name = ty("typed", "warn");
+    assert_eq!(
+        field_types(&mem, &name),
+        vec![
+            ("message".into(), FieldType::Str),
+            ("signed".into(), FieldType::I64),
+            ("unsigned".into(), FieldType::U64),
+            ("ratio".into(), FieldType::F64),
+            ("ok".into(), FieldType::Bool),
+            ("label".into(), FieldType::Str),
+            ("at".into(), FieldType::Str),
+        ]
+    );
+    let events = mem.events(&name);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0].1,
+        vec![
+            Value::Str("step 7 done".into()),
+            Value::Int(-5),
+            Value::UInt(5),
+            Value::Float(0.5),
+            Value::Bool(true),
+            Value::Str("solver".into()),
+            Value::Str("Point { x: 3 }".into()),
+        ]
+    );
+}
+
+#[test]
+fn unnamed_events_are_named_by_line() {
+    let _g = serial();
+    let line = line!() + 2;
+    let mem = record(GyrLayer::new(), || {
+        tracing::debug!(n = 1_u64);
+    });
+    let events = mem.events(&ty(&format!("L{line}"), "debug"));
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].1, vec![Value::UInt(1)]);
+}
+
+/// The values of the events of type `name`, first field only, in order.
+fn firsts(mem: &MemorySink, name: &str) -> Vec<Value> {
+    mem.events(name)
+        .into_iter()
+        .map(|(_, v)| v[0].clone())
+        .collect()
+}
+
+#[test]
+fn spans_pair_begin_and_end_and_carry_their_fields() {
+    let _g = serial();
+    let mem = record(GyrLayer::new(), || {
+        let outer = tracing::info_span!("outer", domain = 3_u64, state = tracing::field::Empty);
+        outer.record("state", "warm");
+        let _o = outer.enter();
+        {
+            let _i = tracing::debug_span!("inner").entered();
+            tracing::info!(name: "inside", k = 1_i64);
+        }
+    });
+    assert_eq!(
+        firsts(&mem, "gyr.span.begin"),
+        vec![Value::Str("outer".into()), Value::Str("inner".into())]
+    );
+    assert_eq!(
+        firsts(&mem, "gyr.span.end"),
+        vec![Value::Str("inner".into()), Value::Str("outer".into())]
+    );
+    let fields = mem.events(&ty("outer", "info"));
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0].1, vec![Value::UInt(3), Value::Str("warm".into())]);
+    // A span without fields records no field event.
+    assert!(mem.events(&ty("inner", "debug")).is_empty());
+    // On one thread, in order: begin outer, its fields, begin inner, the event, end, end.
+    let order: Vec<String> = mem
+        .records()
+        .iter()
+        .filter_map(|r| mem.schema(r.type_id))
+        .map(|s| s.name)
+        .filter(|n| n.starts_with("gyr.span") || n.contains("gyr_tracing") || n.contains("layer."))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            "gyr.span.begin".to_owned(),
+            ty("outer", "info"),
+            "gyr.span.begin".to_owned(),
+            ty("inside", "info"),
+            "gyr.span.end".to_owned(),
+            "gyr.span.end".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_span_entered_on_another_thread_begins_and_ends_there() {
+    let _g = serial();
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let seen = threads.clone();
+    let mem = record(GyrLayer::new(), move || {
+        let span = tracing::info_span!("moved", job = 9_u64);
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let _e = span.enter();
+                tracing::info!(name: "work", n = 1_u64);
+            });
+            // The gyr thread id, known once the thread has recorded an event.
+            seen.lock().unwrap().push(gyr::thread::current_id());
+        })
+        .join()
+        .unwrap();
+    });
+    let worker = threads.lock().unwrap()[0];
+    assert_ne!(worker, 0);
+    let begins = mem.events("gyr.span.begin");
+    let ends = mem.events("gyr.span.end");
+    assert_eq!(begins.len(), 1);
+    assert_eq!(ends.len(), 1);
+    assert_eq!(begins[0].0.thread, worker);
+    assert_eq!(ends[0].0.thread, worker);
+    assert!(begins[0].0.timestamp <= ends[0].0.timestamp);
+    let fields = mem.events(&ty("moved", "info"));
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0].0.thread, worker);
+    assert_eq!(fields[0].1, vec![Value::UInt(9)]);
+}
+
+#[test]
+fn a_switched_off_schema_records_nothing() {
+    let _g = serial();
+    let name = ty("quiet", "info");
+    let emit = |n: u64| tracing::info!(name: "quiet", n);
+    // The first run registers the schema.
+    let mem = record(GyrLayer::new(), || emit(1));
+    assert_eq!(mem.events(&name).len(), 1);
+    set_enabled(&Target::Type(name.clone()), false);
+    let mem = record(GyrLayer::new(), || {
+        emit(2);
+        tracing::info!(name: "loud", n = 3_u64);
+    });
+    set_enabled(&Target::Type(name.clone()), true);
+    assert!(mem.events(&name).is_empty());
+    assert_eq!(mem.events(&ty("loud", "info")).len(), 1);
+}
+
+/// One call site whose field takes the type of its argument.
+fn vary<T: tracing::Value>(x: T) {
+    tracing::info!(name: "vary", x);
+}
+
+#[test]
+fn field_types_that_vary_get_schemas_up_to_the_bound() {
+    let _g = serial();
+    let layer = GyrLayer::new();
+    let mem = record(layer.clone(), || {
+        vary(1_i64);
+        vary(2_u64);
+        vary(1_i64);
+        vary(0.5_f64);
+        vary("text");
+        vary(true); // a fifth set of types: over the bound of 4
+    });
+    let name = ty("vary", "info");
+    assert_eq!(firsts(&mem, &name), vec![Value::Int(1), Value::Int(1)]);
+    assert_eq!(firsts(&mem, &format!("{name}-2")), vec![Value::UInt(2)]);
+    assert_eq!(firsts(&mem, &format!("{name}-3")), vec![Value::Float(0.5)]);
+    assert_eq!(
+        firsts(&mem, &format!("{name}-4")),
+        vec![Value::Str("text".into())]
+    );
+    assert_eq!(layer.unrecorded(), 1);
+}
+
+#[test]
+fn call_sites_beyond_the_bound_are_counted_not_recorded() {
+    let _g = serial();
+    let layer = GyrLayer::with_limits(2, 100);
+    let mem = record(layer.clone(), || {
+        for _ in 0..3 {
+            tracing::info!(name: "first", n = 1_u64);
+            tracing::info!(name: "second", n = 2_u64);
+            tracing::info!(name: "third", n = 3_u64);
+        }
+    });
+    assert_eq!(mem.events(&ty("first", "info")).len(), 3);
+    assert_eq!(mem.events(&ty("second", "info")).len(), 3);
+    assert!(mem.events(&ty("third", "info")).is_empty());
+    assert_eq!(layer.unrecorded(), 3);
+}
+
+#[test]
+fn schemas_beyond_the_bound_are_counted_not_recorded() {
+    let _g = serial();
+    let layer = GyrLayer::with_limits(100, 1);
+    let mem = record(layer.clone(), || {
+        tracing::info!(name: "kept", n = 1_u64);
+        tracing::info!(name: "refused", n = 2_u64);
+    });
+    assert_eq!(mem.events(&ty("kept", "info")).len(), 1);
+    assert!(mem.events(&ty("refused", "info")).is_empty());
+    assert_eq!(layer.unrecorded(), 1);
+}
+
+#[test]
+fn without_a_runtime_nothing_is_recorded_and_nothing_fails() {
+    let _g = serial();
+    let layer = GyrLayer::new();
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let _s = tracing::info_span!("idle", n = 1_u64).entered();
+        tracing::info!(name: "idle_event", n = 1_u64);
+    });
+    assert_eq!(layer.unrecorded(), 0);
+}
