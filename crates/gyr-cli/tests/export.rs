@@ -139,6 +139,12 @@ fn small_trace() -> PathBuf {
 
 /// A Python with Perfetto's descriptors, or why there is none.
 fn python() -> Result<PathBuf, String> {
+    python_importing("from perfetto.protos.perfetto.trace import perfetto_trace_pb2")
+}
+
+/// A Python (`GYR_PYTHON`, else `target/pyenv`, else `python3`) in which `imports` runs, or why
+/// there is none.
+fn python_importing(imports: &str) -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
         Some(p) => vec![p.into()],
@@ -149,13 +155,7 @@ fn python() -> Result<PathBuf, String> {
     };
     let mut why = Vec::new();
     for p in candidates {
-        match Command::new(&p)
-            .args([
-                "-c",
-                "from perfetto.protos.perfetto.trace import perfetto_trace_pb2",
-            ])
-            .output()
-        {
+        match Command::new(&p).args(["-c", imports]).output() {
             Ok(o) if o.status.success() => return Ok(p),
             Ok(o) => why.push(format!(
                 "{}: {}",
@@ -554,30 +554,7 @@ fn ordered_and_corrected_dumps_stats_and_exports() {
 
 /// A Python with pandas, polars and pyarrow, or why there is none.
 fn python_with_frames() -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
-        Some(p) => vec![p.into()],
-        None => vec![
-            root.join("target/pyenv/bin/python"),
-            PathBuf::from("python3"),
-        ],
-    };
-    let mut why = Vec::new();
-    for p in candidates {
-        match Command::new(&p)
-            .args(["-c", "import pandas, polars, pyarrow"])
-            .output()
-        {
-            Ok(o) if o.status.success() => return Ok(p),
-            Ok(o) => why.push(format!(
-                "{}: {}",
-                p.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => why.push(format!("{}: {e}", p.display())),
-        }
-    }
-    Err(why.join("; "))
+    python_importing("import pandas, polars, pyarrow")
 }
 
 /// Exports the recorded trace as `format` tables into a new directory and checks them with
