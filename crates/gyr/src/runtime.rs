@@ -241,6 +241,18 @@ impl Builder {
                 "this program was built without gyr's `rules` feature: run the rules in a hub (`gyr hub --rules FILE`) instead",
             );
         }
+        // A program built without the server must not look served or published when asked to
+        // be: say which variable asked and what to do.
+        #[cfg(not(feature = "server"))]
+        for name in ["GYR_LISTEN", "GYR_HUB"] {
+            if let Some(v) = var(name) {
+                bad(
+                    name,
+                    v,
+                    "this program was built without gyr's `server` feature: it writes trace files only (GYR_TRACE); build it with gyr's default features to serve the steering API or publish to a hub",
+                );
+            }
+        }
         #[cfg(feature = "server")]
         {
             if let Some(v) = var("GYR_SERVE") {
