@@ -273,3 +273,108 @@ fn gen_refuses_bad_specs_and_languages() {
     assert_eq!(o.status.code(), Some(2));
     refused(dir, &["gen", "--lang", "c", "missing.toml"], "missing.toml");
 }
+
+/// The C example in the hub's page, as a user steers it from a browser (`web/tests/ffi.mjs` in
+/// headless Chromium): the hub discovers the program, the page sets `heat.alpha` and shows a
+/// refused value's error, runs `heat.reset 1000` and `heat.stop`; the program's output and trace
+/// show that each took effect. Screenshots go under `target/tmp/ui-screenshots/`.
+#[test]
+fn c_example_is_steered_from_the_page() {
+    use std::io::BufRead;
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "the browser tests need Chromium at {chromium} (Debian: apt-get install chromium; scripts/test installs it), or CHROMIUM=/path/to/it"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sockets = dir.join("sockets");
+    std::fs::create_dir(&sockets).unwrap();
+    let heat = build(dir, "c");
+    let mut hub = Program(
+        Command::new(env!("CARGO_BIN_EXE_gyr"))
+            .args(["hub", "--listen", "127.0.0.1:0"])
+            .env("GYR_SOCKET_DIR", &sockets)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The hub's output is read to its end, so that what it prints later has somewhere to go.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = hub.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(i) = l.find("http://") {
+                let _ = tx.send(l[i..].split_whitespace().next().unwrap_or("").to_owned());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the hub printed its page's address");
+    let mut p = Program(
+        Command::new(&heat)
+            .current_dir(dir)
+            .env_remove("LD_LIBRARY_PATH")
+            .env("GYR_SOCKET_DIR", &sockets)
+            .env("GYR_TRACE", dir.join("heat.gyr"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let web = root().join("web");
+    let node = Command::new("node")
+        .arg(web.join("tests/ffi.mjs"))
+        .arg(&url)
+        .arg(&shots)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("run node (the browser tests need Node.js)");
+    let said = String::from_utf8_lossy(&node.stdout);
+    println!("{said}");
+    assert!(
+        node.status.success() && said.contains("all checks passed"),
+        "the browser checks failed:\n{said}\n{}",
+        String::from_utf8_lossy(&node.stderr)
+    );
+    for shot in ["c-steered.png", "c-stopped.png"] {
+        assert!(shots.join(shot).exists(), "no screenshot {shot}");
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = p.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "heat.stop from the page did not stop the program"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{status:?} {out}");
+    assert!(
+        out.contains("alpha 0.4"),
+        "the page's set took effect: {out}"
+    );
+    drop(hub);
+
+    let trace = dir.join("heat.gyr");
+    let dump = ok(dir, &["trace", "dump", trace.to_str().unwrap(), "--json"]);
+    let notes: Vec<String> = dump
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "heat.note")
+        .map(|e| e["fields"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        notes,
+        ["started", "reset", "stopped"],
+        "the page's calls ran"
+    );
+}
