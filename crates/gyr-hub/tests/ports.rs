@@ -358,6 +358,75 @@ fn a_pushing_program_is_steered_through_the_hub_recorded_and_replayed() {
     assert!(e.to_string().contains("not-a-trace.gyr"), "{e}");
 }
 
+/// `GYR_SERVE=0` with `GYR_HUB`: the program publishes and opens nothing (no socket, no
+/// announcement); the hub shows its events, refuses to steer it with a message saying why, and
+/// ends its entry when the stream ends.
+#[test]
+fn a_program_that_only_publishes_is_watched_but_opens_nothing() {
+    if std::env::var_os(CHILD).is_some() {
+        child_program();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("sockets");
+    std::fs::create_dir(&sockets).unwrap();
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: Some("127.0.0.1:0".parse().unwrap()),
+        socket_dir: dir.path().join("hub-sockets"),
+        ..Default::default()
+    })
+    .unwrap();
+    let grpc = hub.grpc_addr().unwrap();
+    let program = Program(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_program_that_only_publishes_is_watched_but_opens_nothing",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("GYR_SOCKET_DIR", &sockets)
+            .env("GYR_SERVE", "0")
+            .env("GYR_HUB", grpc.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = program.0.id();
+    wait_for("events from the program", || {
+        hub.programs()
+            .into_iter()
+            .find(|(p, alive, n)| *p == pid && *alive && *n > 50)
+    });
+    let opened: Vec<_> = std::fs::read_dir(&sockets).unwrap().collect();
+    assert!(
+        opened.is_empty(),
+        "a program that only publishes opened {opened:?}"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ch: Channel = gyr_client::connect::tcp(&grpc.to_string()).await.unwrap();
+        let mut c = GyrClient::new(ch);
+        let e = c
+            .get(req(
+                v1::GetRequest {
+                    paths: vec!["gain".into()],
+                },
+                Some(pid),
+                None,
+            ))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message().contains("cannot reach program"),
+            "steering it is refused with a reason: {e}"
+        );
+    });
+}
+
 #[test]
 fn a_token_that_could_be_guessed_is_refused() {
     for (token, read) in [

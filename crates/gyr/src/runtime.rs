@@ -157,7 +157,7 @@ impl Builder {
     /// | `GYR_POLL_INTERVAL_US` | monitor sleep when idle, µs | 1000 |
     /// | `GYR_DISABLE` | `1`: start with every sensor off | unset |
     /// | `GYR_SIGNALS` | `0`: leave SIGINT, SIGTERM and SIGHUP alone (no flush before dying) | `1` |
-    /// | `GYR_SERVE` | `0`: do not serve the steering API | `1` |
+    /// | `GYR_SERVE` | `0`: do not serve the steering API (with `GYR_HUB`: publish only, unsteerable) | `1` |
     /// | `GYR_LISTEN` | also serve on this TCP address (token required) | none |
     /// | `GYR_TOKEN` / `GYR_READ_TOKEN` | the TCP steer token (generated if unset) / a watch-only token; 16 characters at least, or the server does not listen on TCP | none |
     /// | `GYR_HUB` | push the event stream to the hub at this `host:port` | none |
@@ -302,7 +302,8 @@ impl Builder {
         self
     }
 
-    /// Whether to serve the steering API (on by default; see [`crate::server`]).
+    /// Whether to serve the steering API (on by default; see [`crate::server`]). Off with a
+    /// [`hub`](Self::hub), the program publishes to the hub and opens nothing: watched, not steered.
     #[cfg(feature = "server")]
     pub fn serve(mut self, on: bool) -> Self {
         self.server.enabled = on;
@@ -477,7 +478,7 @@ impl Builder {
         }
         let rings = crate::state::Rings::default();
         #[cfg(feature = "server")]
-        let fanout = self.server.enabled.then(|| {
+        let fanout = (self.server.enabled || self.server.hub.is_some()).then(|| {
             let f = crate::server::Fanout::new(rings.clone());
             self.sinks
                 .push(Box::new(crate::server::FanoutSink(f.clone())));
@@ -518,14 +519,25 @@ impl Builder {
                     let s = summary_of(&s2);
                     (s.records, s.lost + s.sink_lost)
                 });
-                match crate::server::start(
-                    &self.server,
-                    shared.header.pid,
-                    shared.header.command_line.clone(),
-                    shared.header.start_unix_ns,
-                    counters,
-                    fanout,
-                ) {
+                let started = match (&self.server.hub, self.server.enabled) {
+                    (Some(hub), false) => crate::server::start_publishing(
+                        &self.server,
+                        hub.clone(),
+                        shared.header.pid,
+                        shared.header.command_line.clone(),
+                        shared.header.start_unix_ns,
+                        fanout,
+                    ),
+                    _ => crate::server::start(
+                        &self.server,
+                        shared.header.pid,
+                        shared.header.command_line.clone(),
+                        shared.header.start_unix_ns,
+                        counters,
+                        fanout,
+                    ),
+                };
+                match started {
                     Ok(h) => Some(h),
                     // gyr's failure never stops the program: it runs on, monitored, unsteered.
                     Err(e) => {
@@ -540,7 +552,7 @@ impl Builder {
         };
         #[cfg(feature = "server")]
         let (socket, tcp) = {
-            let socket = server.as_ref().map(|s| s.socket.clone());
+            let socket = server.as_ref().and_then(|s| s.socket.clone());
             let tcp = server
                 .as_mut()
                 .and_then(|s| Some((s.tcp?, s.steer_token.clone()?)));

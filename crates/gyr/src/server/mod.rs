@@ -53,7 +53,8 @@ pub(crate) struct ServerHandle {
     shutdown: Option<tokio::sync::watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
     files: Vec<PathBuf>,
-    pub(crate) socket: PathBuf,
+    /// None when the program only publishes (`GYR_SERVE=0` with `GYR_HUB`).
+    pub(crate) socket: Option<PathBuf>,
     pub(crate) tcp: Option<SocketAddr>,
     pub(crate) steer_token: Option<String>,
 }
@@ -75,6 +76,67 @@ fn check_tokens(cfg: &ServerConfig) -> Result<(), gyr_client::token::TokenError>
         gyr_client::token::check("the read token (GYR_READ_TOKEN)", t)?;
     }
     Ok(())
+}
+
+/// Publishes the event stream to the hub without serving (`GYR_SERVE=0` with `GYR_HUB`): no
+/// socket, no announcement, no port. The hub shows the program and its events but cannot steer
+/// it, which is what a program on a node that must open nothing wants.
+pub(crate) fn start_publishing(
+    cfg: &ServerConfig,
+    hub: String,
+    pid: u32,
+    command_line: Vec<String>,
+    started_unix_ns: u64,
+    fanout: Fanout,
+) -> io::Result<ServerHandle> {
+    let publisher = publish::Publisher {
+        hub,
+        token: cfg.hub_token.clone(),
+        hello: gyr_proto::v1::PublishHello {
+            pid,
+            command_line,
+            started_unix_ns,
+            clock_zero_unix_ns: started_unix_ns,
+            host: gyr_core::TraceHeader::for_this_process().host,
+            // Empty: nothing to steer through; the hub then ends the program's entry when
+            // the stream ends.
+            steer_address: String::new(),
+            steer_token: String::new(),
+            protocol_version: gyr_proto::PROTOCOL_VERSION,
+        },
+    };
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("gyr-publish".into())
+        .spawn(move || {
+            // As on the server thread: tonic's own logging must not reach the program's subscriber.
+            let _quiet = tracing::dispatcher::set_default(&tracing::Dispatch::none());
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("gyr: publishing to the hub cannot start: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let mut stopping = rx.clone();
+                let publishing = tokio::spawn(publish::run(publisher, fanout, rx));
+                let _ = stopping.wait_for(|s| *s).await;
+                // The hub gets the stream's last batches, within the grace servers get.
+                let _ = tokio::time::timeout(GRACE, publishing).await;
+            });
+        })?;
+    Ok(ServerHandle {
+        shutdown: Some(tx),
+        thread: Some(thread),
+        files: Vec::new(),
+        socket: None,
+        tcp: None,
+        steer_token: None,
+    })
 }
 
 pub(crate) fn start(
@@ -250,7 +312,7 @@ pub(crate) fn start(
         shutdown: Some(tx),
         thread: Some(thread),
         files,
-        socket,
+        socket: Some(socket),
         tcp: tcp_addr,
         steer_token,
     })
