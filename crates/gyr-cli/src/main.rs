@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump), `trace_clock` (clock, and `--sync`),
-//! `trace_convert` (info, export, import), `spec_cmd`, `gen_cmd`, `steer_cmd` for the one-shot steering
+//! `trace_convert` (info, export, import; `otlp_send` sends OTLP to a collector), `spec_cmd`, `gen_cmd`, `steer_cmd` for the one-shot steering
 //! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
 //! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`, `ensemble_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
@@ -20,6 +20,7 @@ mod demo_npss;
 mod ensemble_cmd;
 mod gen_cmd;
 mod hub_cmd;
+mod otlp_send;
 mod rules_cmd;
 mod run_cmd;
 mod script_cmd;
