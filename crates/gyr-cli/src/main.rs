@@ -292,9 +292,11 @@ enum TraceCommand {
     /// and `gyr.msg.recv`), and the receives that come before their sends, before and after:
     /// `gyr trace clock rank*.gyr`.
     Clock(trace_clock::ClockArgs),
-    /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF, or as tables (CSV,
-    /// Parquet: a directory, one file per event type): `gyr trace export --format perfetto
-    /// run.gyr -o run.pftrace`, `gyr trace export --format csv run.gyr -o run-tables`.
+    /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF, as tables (CSV,
+    /// Parquet: a directory, one file per event type), or as OpenTelemetry spans (OTLP/JSON,
+    /// or sent to a collector): `gyr trace export --format perfetto run.gyr -o run.pftrace`,
+    /// `gyr trace export --format csv run.gyr -o run-tables`, `gyr trace export --format otlp
+    /// --endpoint http://127.0.0.1:4317 run.gyr`.
     Export(trace_convert::ExportArgs),
     /// Make a gyr trace of an SDDF or PICL file.
     Import(trace_convert::ImportArgs),
