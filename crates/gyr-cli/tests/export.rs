@@ -853,6 +853,24 @@ fn otlp_json_lines_hold_the_spans_and_selected_events() {
     assert_eq!(workers.len(), 3, "distinct span ids");
     // Every step happened inside its worker's span, with its fields typed.
     assert_eq!(logs.len(), 600);
+    // The options of the other exports apply: corrected, the same spans come out.
+    let corrected = dir().join(format!("otlp-corrected-{}.jsonl", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp-json",
+        "--correct",
+        recorded().to_str().unwrap(),
+        "-o",
+        corrected.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("gyr: corrected") && err.contains("3 spans"),
+        "{err}"
+    );
     for l in &logs {
         assert_eq!(l["eventName"], "step");
         assert!(workers.contains(l["spanId"].as_str().unwrap()), "{l}");
