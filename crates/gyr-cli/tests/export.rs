@@ -666,8 +666,8 @@ fn parquet_needs_its_feature_or_works() {
 }
 
 /// A mock OpenTelemetry collector: the OTLP/gRPC trace and logs services on 127.0.0.1,
-/// keeping what arrives (with its `authorization` header) and rejecting `reject` spans of
-/// every trace request as a partial success.
+/// keeping what arrives (with its `authorization` header) and answering trace requests as its
+/// `Behaviour` says.
 mod collector {
     use gyr_proto::otlp::collector::logs::v1::logs_service_server::{
         LogsService, LogsServiceServer,
@@ -691,10 +691,22 @@ mod collector {
         pub(crate) authorization: Vec<Option<String>>,
     }
 
+    /// How the mock answers trace requests.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub(crate) struct Behaviour {
+        /// Spans of every request rejected as a partial success.
+        pub(crate) reject: i64,
+        /// Requests answered `UNAVAILABLE` first.
+        pub(crate) unavailable: u32,
+        /// Every request refused as `UNAUTHENTICATED`.
+        pub(crate) unauthenticated: bool,
+    }
+
     #[derive(Clone)]
     struct Mock {
         received: Arc<Mutex<Received>>,
-        reject: i64,
+        behaviour: Behaviour,
+        calls: Arc<std::sync::atomic::AtomicU32>,
     }
 
     fn auth<T>(r: &Request<T>) -> Option<String> {
@@ -709,12 +721,22 @@ mod collector {
             &self,
             r: Request<ExportTraceServiceRequest>,
         ) -> Result<Response<ExportTraceServiceResponse>, Status> {
+            let b = self.behaviour;
+            let call = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if b.unauthenticated {
+                return Err(Status::unauthenticated("no such tenant token"));
+            }
+            if call < b.unavailable {
+                return Err(Status::unavailable("warming up"));
+            }
             let mut got = self.received.lock().unwrap();
             got.authorization.push(auth(&r));
             got.traces.push(r.into_inner());
             Ok(Response::new(ExportTraceServiceResponse {
-                partial_success: (self.reject > 0).then(|| ExportTracePartialSuccess {
-                    rejected_spans: self.reject,
+                partial_success: (b.reject > 0).then(|| ExportTracePartialSuccess {
+                    rejected_spans: b.reject,
                     error_message: "spans too old for this tenant".into(),
                 }),
             }))
@@ -749,11 +771,12 @@ mod collector {
         }
     }
 
-    pub(crate) fn start(reject: i64) -> Collector {
+    pub(crate) fn start(behaviour: Behaviour) -> Collector {
         let received = Arc::new(Mutex::new(Received::default()));
         let mock = Mock {
             received: received.clone(),
-            reject,
+            behaviour,
+            calls: Arc::default(),
         };
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -881,7 +904,7 @@ fn otlp_json_lines_hold_the_spans_and_selected_events() {
 
 #[test]
 fn otlp_is_sent_to_a_collector_in_bounded_batches() {
-    let c = collector::start(0);
+    let c = collector::start(collector::Behaviour::default());
     let o = gyr(&[
         "trace",
         "export",
@@ -955,7 +978,10 @@ fn otlp_is_sent_to_a_collector_in_bounded_batches() {
 #[test]
 fn otlp_reports_rejections_and_unreachable_collectors() {
     // A partial success is reported, and fails the command.
-    let c = collector::start(2);
+    let c = collector::start(collector::Behaviour {
+        reject: 2,
+        ..Default::default()
+    });
     let o = gyr(&[
         "trace",
         "export",
@@ -969,6 +995,48 @@ fn otlp_reports_rejections_and_unreachable_collectors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("rejected 2 spans"), "{err}");
     assert!(err.contains("spans too old for this tenant"), "{err}");
+    drop(c);
+    // A collector unavailable for a moment gets the batch again.
+    let c = collector::start(collector::Behaviour {
+        unavailable: 1,
+        ..Default::default()
+    });
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unavailable 1 times"), "{err}");
+    assert_eq!(c.received.lock().unwrap().traces.len(), 1);
+    drop(c);
+    // A refusal ends the export with the collector's status and what to check.
+    let c = collector::start(collector::Behaviour {
+        unauthenticated: true,
+        ..Default::default()
+    });
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("refused spans")
+            && err.contains("no such tenant token")
+            && err.contains("--header"),
+        "{err}"
+    );
     drop(c);
     // Nothing listens on a port just freed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
