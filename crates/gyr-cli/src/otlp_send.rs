@@ -308,7 +308,7 @@ pub(crate) fn logs_request(
                         body: Some(any_value(&AttrValue::Str(l.event_name.clone()))),
                         event_name: l.event_name.clone(),
                         attributes: key_values(&l.attributes),
-                        trace_id: l.trace_id.to_vec(),
+                        trace_id: l.span_id.map_or_else(Vec::new, |_| l.trace_id.to_vec()),
                         span_id: l.span_id.map_or_else(Vec::new, |s| s.to_vec()),
                         ..Default::default()
                     })

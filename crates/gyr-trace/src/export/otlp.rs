@@ -130,7 +130,7 @@ pub struct LogRecord {
     pub event_name: String,
     /// The event's fields, then its thread's attributes.
     pub attributes: Vec<Attr>,
-    /// The trace, and the span open on its thread (all zero when none).
+    /// The trace of the span open on its thread (all zero when none).
     pub trace_id: [u8; 16],
     /// The span open on its thread when it happened, if any.
     pub span_id: Option<[u8; 8]>,
@@ -615,7 +615,12 @@ impl<S: OtlpSink> Consumer for OtlpConverter<S> {
                     severity_text,
                     event_name: name.to_owned(),
                     attributes,
-                    trace_id: self.trace_id.unwrap_or([0; 16]),
+                    // Outside any span a record names no trace: OTLP links a record to
+                    // a span, and the run's trace may hold no span at all.
+                    trace_id: match st.open.last() {
+                        Some(_) => self.trace_id.unwrap_or([0; 16]),
+                        None => [0; 16],
+                    },
                     span_id: st.open.last().map(|o| o.span_id),
                 };
                 self.stats.logs += 1;
@@ -790,13 +795,13 @@ pub fn logs_json(resource: &Resource, logs: &[LogRecord]) -> serde_json::Value {
                 "body": { "stringValue": l.event_name },
                 "eventName": l.event_name,
                 "attributes": attrs_json(&l.attributes),
-                "traceId": hex(&l.trace_id),
             });
             if l.severity_number != 0 {
                 o["severityNumber"] = l.severity_number.into();
                 o["severityText"] = l.severity_text.into();
             }
             if let Some(s) = l.span_id {
+                o["traceId"] = hex(&l.trace_id).into();
                 o["spanId"] = hex(&s).into();
             }
             o
@@ -1100,8 +1105,9 @@ mod tests {
             (logs[1].severity_number, logs[1].severity_text),
             (13, "WARN")
         );
-        // Outside any span.
+        // Outside any span: no trace either.
         assert_eq!(logs[2].span_id, None);
+        assert_eq!(logs[2].trace_id, [0; 16]);
     }
 
     #[test]
@@ -1166,6 +1172,7 @@ mod tests {
             .unwrap();
         assert_eq!(log["eventName"], "app.step");
         assert_eq!(log["spanId"], outer["spanId"]);
+        assert_eq!(log["traceId"], outer["traceId"]);
         let a = |k: &str| {
             log["attributes"]
                 .as_array()
