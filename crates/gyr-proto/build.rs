@@ -15,7 +15,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bytes(".gyr.v1.RecordBlock.records")
         .compile_fds(fds)?;
     // OTLP (feature `otlp`, for `gyr trace export --format otlp`): the collector's trace and
-    // logs services, vendored from opentelemetry-proto (Apache-2.0, `proto/opentelemetry`).
+    // logs services, vendored from opentelemetry-proto 1.10 (Apache-2.0, `proto/opentelemetry`,
+    // LICENSE beside them).
     if std::env::var_os("CARGO_FEATURE_OTLP").is_some() {
         let otlp = protox::compile(
             [
