@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! One module per command (`demo`, `hub_cmd` (also `trace view`), `trace_cmd` (stats, dump), `trace_clock` (clock, and `--sync`),
-//! `trace_convert` (info, export, import), `spec_cmd`, `gen_cmd`, `steer_cmd` for the one-shot steering
+//! `trace_convert` (info, export, import; `otlp_send` sends OTLP to a collector), `spec_cmd`, `gen_cmd`, `steer_cmd` for the one-shot steering
 //! commands, `script_cmd` (the engine is `gyr-rules`), `rules_cmd` (the expert system's `rules test`
 //! and `rules check`), `attach`, `run_cmd`, `watchdog_cmd`, `ensemble_cmd`); `client` and
 //! `show` are how every command talks to programs and prints their answers.
@@ -20,6 +20,7 @@ mod demo_npss;
 mod ensemble_cmd;
 mod gen_cmd;
 mod hub_cmd;
+mod otlp_send;
 mod rules_cmd;
 mod run_cmd;
 mod script_cmd;
@@ -291,9 +292,11 @@ enum TraceCommand {
     /// and `gyr.msg.recv`), and the receives that come before their sends, before and after:
     /// `gyr trace clock rank*.gyr`.
     Clock(trace_clock::ClockArgs),
-    /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF, or as tables (CSV,
-    /// Parquet: a directory, one file per event type): `gyr trace export --format perfetto
-    /// run.gyr -o run.pftrace`, `gyr trace export --format csv run.gyr -o run-tables`.
+    /// Write traces (one process each) as Perfetto, Chrome JSON or SDDF, as tables (CSV,
+    /// Parquet: a directory, one file per event type), or as OpenTelemetry spans (OTLP/JSON,
+    /// or sent to a collector): `gyr trace export --format perfetto run.gyr -o run.pftrace`,
+    /// `gyr trace export --format csv run.gyr -o run-tables`, `gyr trace export --format otlp
+    /// --endpoint http://127.0.0.1:4317 run.gyr`.
     Export(trace_convert::ExportArgs),
     /// Make a gyr trace of an SDDF or PICL file.
     Import(trace_convert::ImportArgs),

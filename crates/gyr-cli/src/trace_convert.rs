@@ -30,15 +30,36 @@ pub(crate) struct ExportArgs {
     /// parquet (a directory of tables: one file per event type, named after it, such as
     /// `gyr.steer.csv`, with typed columns and the time, wall-clock time, pid, thread, thread
     /// name and sequence number of each record; parquet needs a gyr built with the feature
-    /// `parquet`).
+    /// `parquet`), or OpenTelemetry's otlp-json (spans and selected events as OTLP/JSON
+    /// lines, for a collector's otlpjsonfile receiver) or otlp (the same sent to a collector
+    /// over gRPC: --endpoint).
     #[arg(long, short)]
     format: Format,
     /// The trace files, one process each.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The file to write; for csv and parquet the directory to create (or an empty one).
+    /// The file to write; for csv and parquet the directory to create (or an empty one);
+    /// none for otlp.
     #[arg(long, short)]
-    output: PathBuf,
+    output: Option<PathBuf>,
+    /// otlp: the collector's OTLP/gRPC endpoint, such as http://127.0.0.1:4317.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// otlp: a header sent with every request, KEY=VALUE (such as `authorization=Bearer
+    /// TOKEN`); repeat for more. Sent only to a collector on this machine (no TLS).
+    #[arg(long = "header", value_name = "KEY=VALUE")]
+    headers: Vec<crate::otlp_send::Header>,
+    /// otlp: how long to wait for the collector to connect and to answer each request.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: std::time::Duration,
+    /// otlp and otlp-json: the events that become log records besides the spans, globs of
+    /// event type names separated by commas (`*` any text, `?` one character), such as
+    /// `gyr.alert,app.*`; `*` for all. Default: none, spans only.
+    #[arg(long, value_name = "GLOBS", value_parser = export::otlp::EventFilter::parse)]
+    events: Option<export::otlp::EventFilter>,
+    /// otlp and otlp-json: the most spans or log records in one request (or line).
+    #[arg(long, value_name = "N", default_value_t = export::otlp::DEFAULT_BATCH)]
+    batch: usize,
     /// Put every event after its causes first (Falcon's ordering filter).
     #[arg(long)]
     ordered: bool,
@@ -333,10 +354,58 @@ fn table_dir(dir: &Path) -> Result<(), Failure> {
     }
 }
 
+/// Refuses options that do not go with `args.format`, before anything is read or written.
+fn check_export_args(args: &ExportArgs) -> Result<(), Failure> {
+    let bad = |m: String| Err(Failure::input(anyhow::anyhow!(m)));
+    let otlp = matches!(args.format, Format::Otlp | Format::OtlpJson);
+    if args.format == Format::Otlp {
+        if args.endpoint.is_none() {
+            return bad("--format otlp sends to a collector: give its endpoint, such as --endpoint http://127.0.0.1:4317 (or write a file with --format otlp-json -o FILE)".into());
+        }
+        if let Some(o) = &args.output {
+            return bad(format!(
+                "--format otlp sends to --endpoint and writes no file: leave out -o {} (or use --format otlp-json)",
+                o.display()
+            ));
+        }
+    } else {
+        if args.output.is_none() {
+            return bad(format!(
+                "--format {} writes a file: give it with -o FILE",
+                args.format
+            ));
+        }
+        if args.endpoint.is_some() || !args.headers.is_empty() {
+            return bad(
+                "--endpoint and --header are for --format otlp (sending to a collector)".into(),
+            );
+        }
+    }
+    if !otlp && args.events.is_some() {
+        return bad("--events selects the events of --format otlp and otlp-json; the other formats write every event".into());
+    }
+    if !(1..=export::otlp::MAX_BATCH).contains(&args.batch) {
+        return bad(format!(
+            "--batch {} is out of range: give 1 to {} (a collector's default limit on a request is 4 MiB)",
+            args.batch,
+            export::otlp::MAX_BATCH
+        ));
+    }
+    if args.headers.len() > crate::otlp_send::MAX_HEADERS {
+        return bad(format!(
+            "{} headers given: at most {} are sent",
+            args.headers.len(),
+            crate::otlp_send::MAX_HEADERS
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     args.format
         .check_built()
         .map_err(|e| Failure::input(anyhow::anyhow!(e)))?;
+    check_export_args(&args)?;
     crate::trace_clock::check_sync(args.sync, &args.sync_args)?;
     // Estimate the clocks and open the inputs before creating the output, so that a wrong
     // path or a run without messages leaves no file behind.
@@ -364,13 +433,44 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         max_held: args.max_held,
         correct: args.correct,
     };
+    let otlp_options = export::otlp::OtlpOptions {
+        events: args.events.clone().unwrap_or_default(),
+        batch: args.batch,
+    };
+    // Where the export went, as the last line names it.
+    let destination = match (&args.output, &args.endpoint) {
+        (Some(o), _) => o.display().to_string(),
+        (None, Some(e)) => e.clone(),
+        (None, None) => String::new(),
+    };
     let mut tables = None;
-    let result = if args.format.is_tables() {
-        table_dir(&args.output)?;
+    let mut otlp = None;
+    let mut sent = None;
+    let result = if args.format == Format::Otlp {
+        let sink = crate::otlp_send::GrpcSink::connect(crate::otlp_send::Target {
+            endpoint: destination.clone(),
+            headers: args.headers.clone(),
+            timeout: args.timeout,
+        })?;
+        export::otlp::export_otlp(
+            inputs,
+            sink,
+            otlp_options,
+            options,
+            clock.as_ref(),
+            &mut |p| line.show(p),
+        )
+        .map(|(report, stats, sink)| {
+            otlp = Some(stats);
+            sent = Some(sink.sent);
+            report
+        })
+    } else if args.format.is_tables() {
+        table_dir(Path::new(&destination))?;
         export::export_tables(
             inputs,
             args.format,
-            &args.output,
+            Path::new(&destination),
             options,
             clock.as_ref(),
             &mut |p| line.show(p),
@@ -380,19 +480,37 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
             report
         })
     } else {
-        let file = std::fs::File::create(&args.output)
-            .with_context(|| format!("cannot create {}", args.output.display()))?;
-        export::export_inputs_on_clock(
-            inputs,
-            args.format,
-            file,
-            options,
-            clock.as_ref(),
-            &mut |p| line.show(p),
-        )
+        let file = std::fs::File::create(&destination)
+            .with_context(|| format!("cannot create {destination}"))?;
+        if args.format == Format::OtlpJson {
+            export::otlp::export_otlp(
+                inputs,
+                export::otlp::JsonLines::new(BufWriter::with_capacity(1 << 20, file)),
+                otlp_options,
+                options,
+                clock.as_ref(),
+                &mut |p| line.show(p),
+            )
+            .map(|(report, stats, _)| {
+                otlp = Some(stats);
+                report
+            })
+        } else {
+            export::export_inputs_on_clock(
+                inputs,
+                args.format,
+                file,
+                options,
+                clock.as_ref(),
+                &mut |p| line.show(p),
+            )
+        }
     };
     line.done();
-    let report = result.with_context(|| format!("writing {} failed", args.output.display()))?;
+    let report = result.with_context(|| match args.format {
+        Format::Otlp => format!("sending to {destination} failed"),
+        _ => format!("writing {destination} failed"),
+    })?;
     let secs = started.elapsed().as_secs_f64();
     let mut corrupt = false;
     for f in &report.files {
@@ -464,7 +582,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         }
         eprintln!(
             "gyr: wrote {}: {} records of {} file(s) as {} rows in {} {} tables in {:.2} s ({:.1} M records/s)",
-            args.output.display(),
+            destination,
             report.records,
             report.files.len(),
             t.rows,
@@ -479,9 +597,19 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
             ExitCode::SUCCESS
         });
     }
+    if let Some(o) = &otlp {
+        return Ok(otlp_summary(
+            &destination,
+            &report,
+            o,
+            sent.as_ref(),
+            secs,
+            corrupt,
+        ));
+    }
     eprintln!(
         "gyr: wrote {}: {} records of {} file(s) as {} {} events in {:.2} s ({:.1} M records/s)",
-        args.output.display(),
+        destination,
         report.records,
         report.files.len(),
         report.events,
@@ -494,6 +622,66 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The last lines of an OTLP export: what was made, left out, and refused.
+fn otlp_summary(
+    destination: &str,
+    report: &export::Report,
+    o: &export::otlp::OtlpStats,
+    sent: Option<&crate::otlp_send::Sent>,
+    secs: f64,
+    corrupt: bool,
+) -> ExitCode {
+    if o.unended + o.unmatched_ends + o.too_deep > 0 {
+        eprintln!(
+            "gyr: note: {} spans never ended (exported with gyr.span.unended = true), {} ends without their begin skipped, {} spans nested deeper than {} skipped",
+            o.unended,
+            o.unmatched_ends,
+            o.too_deep,
+            export::otlp::MAX_DEPTH
+        );
+    }
+    if o.undecodable > 0 {
+        eprintln!(
+            "gyr: note: {} records were left out: their payload did not match their event type, or their type was never described",
+            o.undecodable
+        );
+    }
+    let verb = if sent.is_some() { "sent to" } else { "wrote" };
+    eprintln!(
+        "gyr: {verb} {destination}: {} records of {} file(s) as {} spans and {} log records in {} requests in {:.2} s",
+        report.records,
+        report.files.len(),
+        o.spans,
+        o.logs,
+        o.span_batches + o.log_batches,
+        secs
+    );
+    let mut rejected = false;
+    if let Some(s) = sent {
+        if s.retries > 0 {
+            eprintln!(
+                "gyr: note: the collector was busy or unavailable {} times; those requests were sent again",
+                s.retries
+            );
+        }
+        if s.rejected_spans > 0 || s.rejected_logs > 0 {
+            rejected = true;
+            eprintln!(
+                "gyr: the collector accepted the requests but rejected {} spans and {} log records",
+                s.rejected_spans, s.rejected_logs
+            );
+        }
+        for m in &s.messages {
+            eprintln!("gyr: the collector said: {}", printable(m));
+        }
+    }
+    if corrupt || rejected {
+        ExitCode::from(if corrupt { 2 } else { 1 })
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {

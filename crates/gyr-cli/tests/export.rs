@@ -664,3 +664,437 @@ fn parquet_needs_its_feature_or_works() {
         );
     }
 }
+
+/// A mock OpenTelemetry collector: the OTLP/gRPC trace and logs services on 127.0.0.1,
+/// keeping what arrives (with its `authorization` header) and answering trace requests as its
+/// `Behaviour` says.
+mod collector {
+    use gyr_proto::otlp::collector::logs::v1::logs_service_server::{
+        LogsService, LogsServiceServer,
+    };
+    use gyr_proto::otlp::collector::logs::v1::{
+        ExportLogsServiceRequest, ExportLogsServiceResponse,
+    };
+    use gyr_proto::otlp::collector::trace::v1::trace_service_server::{
+        TraceService, TraceServiceServer,
+    };
+    use gyr_proto::otlp::collector::trace::v1::{
+        ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+    };
+    use std::sync::{Arc, Mutex};
+    use tonic::{Request, Response, Status};
+
+    #[derive(Default, Debug)]
+    pub(crate) struct Received {
+        pub(crate) traces: Vec<ExportTraceServiceRequest>,
+        pub(crate) logs: Vec<ExportLogsServiceRequest>,
+        pub(crate) authorization: Vec<Option<String>>,
+    }
+
+    /// How the mock answers trace requests.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub(crate) struct Behaviour {
+        /// Spans of every request rejected as a partial success.
+        pub(crate) reject: i64,
+        /// Requests answered `UNAVAILABLE` first.
+        pub(crate) unavailable: u32,
+        /// Every request refused as `UNAUTHENTICATED`.
+        pub(crate) unauthenticated: bool,
+    }
+
+    #[derive(Clone)]
+    struct Mock {
+        received: Arc<Mutex<Received>>,
+        behaviour: Behaviour,
+        calls: Arc<std::sync::atomic::AtomicU32>,
+    }
+
+    fn auth<T>(r: &Request<T>) -> Option<String> {
+        r.metadata()
+            .get("authorization")
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+
+    #[tonic::async_trait]
+    impl TraceService for Mock {
+        async fn export(
+            &self,
+            r: Request<ExportTraceServiceRequest>,
+        ) -> Result<Response<ExportTraceServiceResponse>, Status> {
+            let b = self.behaviour;
+            let call = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if b.unauthenticated {
+                return Err(Status::unauthenticated("no such tenant token"));
+            }
+            if call < b.unavailable {
+                return Err(Status::unavailable("warming up"));
+            }
+            let mut got = self.received.lock().unwrap();
+            got.authorization.push(auth(&r));
+            got.traces.push(r.into_inner());
+            Ok(Response::new(ExportTraceServiceResponse {
+                partial_success: (b.reject > 0).then(|| ExportTracePartialSuccess {
+                    rejected_spans: b.reject,
+                    error_message: "spans too old for this tenant".into(),
+                }),
+            }))
+        }
+    }
+
+    #[tonic::async_trait]
+    impl LogsService for Mock {
+        async fn export(
+            &self,
+            r: Request<ExportLogsServiceRequest>,
+        ) -> Result<Response<ExportLogsServiceResponse>, Status> {
+            let mut got = self.received.lock().unwrap();
+            got.authorization.push(auth(&r));
+            got.logs.push(r.into_inner());
+            Ok(Response::new(ExportLogsServiceResponse::default()))
+        }
+    }
+
+    /// A running collector; stops when dropped.
+    pub(crate) struct Collector {
+        pub(crate) endpoint: String,
+        pub(crate) received: Arc<Mutex<Received>>,
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Drop for Collector {
+        fn drop(&mut self) {
+            let _ = self.stop.take().unwrap().send(());
+            self.thread.take().unwrap().join().unwrap();
+        }
+    }
+
+    pub(crate) fn start(behaviour: Behaviour) -> Collector {
+        let received = Arc::new(Mutex::new(Received::default()));
+        let mock = Mock {
+            received: received.clone(),
+            behaviour,
+            calls: Arc::default(),
+        };
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                tonic::transport::Server::builder()
+                    .add_service(TraceServiceServer::new(mock.clone()))
+                    .add_service(LogsServiceServer::new(mock))
+                    .serve_with_incoming_shutdown(
+                        tokio_stream::wrappers::TcpListenerStream::new(listener),
+                        async {
+                            let _ = stopped.await;
+                        },
+                    )
+                    .await
+                    .unwrap();
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Collector {
+            endpoint: format!("http://{addr}"),
+            received,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+/// The value of the attribute `key` in OTLP/JSON's `attributes`.
+fn json_attr<'a>(attrs: &'a Json, key: &str) -> &'a Json {
+    &attrs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["key"] == key)
+        .unwrap_or_else(|| panic!("no attribute {key} in {attrs}"))["value"]
+}
+
+#[test]
+fn otlp_json_lines_hold_the_spans_and_selected_events() {
+    let out = dir().join(format!("otlp-{}.jsonl", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp-json",
+        recorded().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--events",
+        "st?p",
+        "--batch",
+        "100",
+    ]);
+    ok(&o);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let (mut spans, mut logs) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let v: Json = serde_json::from_str(line).unwrap();
+        if let Some(r) = v.get("resourceSpans") {
+            let batch = r[0]["scopeSpans"][0]["spans"].as_array().unwrap();
+            assert!(batch.len() <= 100);
+            let res = &r[0]["resource"]["attributes"];
+            assert!(json_attr(res, "process.pid")["intValue"].is_string());
+            spans.extend(batch.iter().cloned());
+        } else {
+            let batch = v["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+                .as_array()
+                .unwrap();
+            assert!(batch.len() <= 100, "bounded batches");
+            logs.extend(batch.iter().cloned());
+        }
+    }
+    // One `work` span per worker, each on its own thread.
+    assert_eq!(spans.len(), 3, "{text}");
+    let mut workers = HashSet::new();
+    for s in &spans {
+        assert_eq!(s["name"], "work");
+        assert!(s.get("parentSpanId").is_none());
+        let start: u64 = s["startTimeUnixNano"].as_str().unwrap().parse().unwrap();
+        let end: u64 = s["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
+        // Wall-clock times: after 2020, in order.
+        assert!(start > 1_577_836_800_000_000_000 && start <= end, "{s}");
+        let name = json_attr(&s["attributes"], "thread.name")["stringValue"]
+            .as_str()
+            .unwrap();
+        assert!(name.starts_with("wörker-"), "{name}");
+        workers.insert(s["spanId"].as_str().unwrap().to_owned());
+        assert_eq!(s["traceId"], spans[0]["traceId"]);
+    }
+    assert_eq!(workers.len(), 3, "distinct span ids");
+    // Every step happened inside its worker's span, with its fields typed.
+    assert_eq!(logs.len(), 600);
+    // The options of the other exports apply: corrected, the same spans come out.
+    let corrected = dir().join(format!("otlp-corrected-{}.jsonl", std::process::id()));
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp-json",
+        "--correct",
+        recorded().to_str().unwrap(),
+        "-o",
+        corrected.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("gyr: corrected") && err.contains("3 spans"),
+        "{err}"
+    );
+    for l in &logs {
+        assert_eq!(l["eventName"], "step");
+        assert!(workers.contains(l["spanId"].as_str().unwrap()), "{l}");
+        assert!(json_attr(&l["attributes"], "worker")["intValue"].is_string());
+        assert!(json_attr(&l["attributes"], "load")["doubleValue"].is_number());
+    }
+}
+
+#[test]
+fn otlp_is_sent_to_a_collector_in_bounded_batches() {
+    let c = collector::start(collector::Behaviour::default());
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+        "--events",
+        "step,gyr.barrier.*",
+        "--batch",
+        "64",
+        "--header",
+        "authorization=Bearer s3cret",
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("3 spans"), "{err}");
+    let got = c.received.lock().unwrap();
+    assert!(
+        got.authorization
+            .iter()
+            .all(|a| a.as_deref() == Some("Bearer s3cret"))
+    );
+    let spans: Vec<_> = got
+        .traces
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .collect();
+    assert_eq!(spans.len(), 3);
+    assert!(spans.iter().all(|s| s.name == "work"
+        && s.span_id.len() == 8
+        && s.trace_id.len() == 16
+        && s.parent_span_id.is_empty()
+        && s.start_time_unix_nano <= s.end_time_unix_nano));
+    let records: Vec<_> = got
+        .logs
+        .iter()
+        .flat_map(|r| {
+            let n = r.resource_logs[0].scope_logs[0].log_records.len();
+            assert!(n <= 64, "bounded batches");
+            &r.resource_logs[0].scope_logs[0].log_records
+        })
+        .collect();
+    let steps = records.iter().filter(|l| l.event_name == "step").count();
+    assert_eq!(steps, 600);
+    assert!(
+        records
+            .iter()
+            .any(|l| l.event_name.starts_with("gyr.barrier.")),
+        "the second glob selects the barrier's events"
+    );
+    // Typed: the worker an int, the load a double.
+    use gyr_proto::otlp::common::v1::any_value::Value as V;
+    let step = records.iter().find(|l| l.event_name == "step").unwrap();
+    let value = |k: &str| {
+        step.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .and_then(|a| a.value.clone())
+            .and_then(|v| v.value)
+    };
+    assert!(matches!(value("worker"), Some(V::IntValue(_))));
+    assert!(matches!(value("load"), Some(V::DoubleValue(_))));
+    let span_ids: HashSet<_> = spans.iter().map(|s| s.span_id.clone()).collect();
+    assert!(span_ids.contains(&step.span_id));
+}
+
+#[test]
+fn otlp_reports_rejections_and_unreachable_collectors() {
+    // A partial success is reported, and fails the command.
+    let c = collector::start(collector::Behaviour {
+        reject: 2,
+        ..Default::default()
+    });
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("rejected 2 spans"), "{err}");
+    assert!(err.contains("spans too old for this tenant"), "{err}");
+    drop(c);
+    // A collector unavailable for a moment gets the batch again.
+    let c = collector::start(collector::Behaviour {
+        unavailable: 1,
+        ..Default::default()
+    });
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unavailable 1 times"), "{err}");
+    assert_eq!(c.received.lock().unwrap().traces.len(), 1);
+    drop(c);
+    // A refusal ends the export with the collector's status and what to check.
+    let c = collector::start(collector::Behaviour {
+        unauthenticated: true,
+        ..Default::default()
+    });
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &c.endpoint,
+        recorded().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("refused spans")
+            && err.contains("no such tenant token")
+            && err.contains("--header"),
+        "{err}"
+    );
+    drop(c);
+    // Nothing listens on a port just freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = gyr(&[
+        "trace",
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--timeout",
+        "2s",
+        recorded().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot reach the OpenTelemetry collector"),
+        "{err}"
+    );
+    // Arguments that do not go together are refused before anything runs.
+    let trace = recorded().to_str().unwrap();
+    for (args, says) in [
+        (vec!["--format", "otlp", trace], "--endpoint"),
+        (
+            vec![
+                "--format",
+                "otlp",
+                trace,
+                "--endpoint",
+                "http://127.0.0.1:1",
+                "-o",
+                "x",
+            ],
+            "writes no file",
+        ),
+        (
+            vec!["--format", "chrome", trace, "-o", "x", "--events", "*"],
+            "--events",
+        ),
+        (
+            vec!["--format", "otlp-json", trace, "-o", "x", "--batch", "0"],
+            "--batch",
+        ),
+        (
+            vec!["--format", "otlp-json", trace, "-o", "x", "--events", ","],
+            "names no events",
+        ),
+    ] {
+        let mut all = vec!["trace", "export"];
+        all.extend(args);
+        let o = gyr(&all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{all:?}: {err}");
+    }
+}

@@ -35,9 +35,12 @@
 //! SDDF keeps every record as a data record of its type's descriptor, in file order.
 //! The table formats (CSV, Parquet: [`table`]) write a directory with one table per event type
 //! and typed columns, for data-frame tools; they go through [`export_tables`].
+//! OpenTelemetry's OTLP ([`otlp`]) makes spans of span pairs and log records of the events
+//! selected, written as OTLP/JSON lines or handed to a sender.
 
 pub mod chrome;
 pub mod csv;
+pub mod otlp;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod perfetto;
@@ -80,17 +83,25 @@ pub enum Format {
     /// A directory of Parquet files, one table per event type ([`table`]); needs the feature
     /// `parquet` (see [`PARQUET_BUILT`]).
     Parquet,
+    /// OpenTelemetry's OTLP/JSON, one export request per line ([`otlp`]), for a collector's
+    /// `otlpjsonfile` receiver.
+    OtlpJson,
+    /// OpenTelemetry's OTLP sent to a collector over gRPC: converted by [`otlp`], sent by
+    /// the caller ([`otlp::export_otlp`]).
+    Otlp,
 }
 
 impl Format {
     /// The names the command line takes.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 8] = [
         "perfetto",
         "chrome",
         "sddf-ascii",
         "sddf-binary",
         "csv",
         "parquet",
+        "otlp-json",
+        "otlp",
     ];
 
     /// The name of the format, as the command line takes it.
@@ -102,6 +113,8 @@ impl Format {
             Format::SddfBinary => "sddf-binary",
             Format::Csv => "csv",
             Format::Parquet => "parquet",
+            Format::OtlpJson => "otlp-json",
+            Format::Otlp => "otlp",
         }
     }
 
@@ -141,6 +154,8 @@ impl FromStr for Format {
             "sddf-binary" | "sddfb" => Ok(Format::SddfBinary),
             "csv" => Ok(Format::Csv),
             "parquet" => Ok(Format::Parquet),
+            "otlp-json" => Ok(Format::OtlpJson),
+            "otlp" => Ok(Format::Otlp),
             _ => Err(format!(
                 "unknown format `{s}`: use one of {}",
                 Format::NAMES.join(", ")
@@ -444,6 +459,15 @@ pub fn export_inputs_on_clock<R: Read + Seek, W: Write>(
             clock,
             progress,
         ),
+        Format::OtlpJson => {
+            let mut c =
+                otlp::OtlpConverter::new(otlp::JsonLines::new(out), otlp::OtlpOptions::default());
+            run(inputs, &mut c, options, clock, progress)
+        }
+        Format::Otlp => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "otlp sends to a collector, not to a file: use otlp::export_otlp with a sink",
+        )),
         Format::Csv | Format::Parquet => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{format} writes a directory of tables, not one file: use export_tables"),
@@ -495,6 +519,9 @@ pub(crate) struct FileStart<'a> {
     pub(crate) format_version: u32,
     /// What to add to its timestamps to place them on the export's clock.
     pub(crate) offset_ns: u64,
+    /// The wall-clock time (ns since the Unix epoch) of the export's clock's 0: the earliest
+    /// input's start.
+    pub(crate) base_unix_ns: u64,
     /// Its rank in a message-passing job (`gyr.msg.rank`), if it said so early.
     pub(crate) rank: Option<u32>,
     /// Whether its timestamps were put on another process's clock (`--sync`): then they are no
@@ -566,6 +593,7 @@ fn run<R: Read + Seek, C: Consumer>(
             header: &header,
             format_version: input.reader.format_version(),
             offset_ns,
+            base_unix_ns: base,
             rank: input.rank,
             on_clock: clock.is_some(),
         })?;
