@@ -22,6 +22,11 @@
 //! forgotten, after which MPI may hand the same handle out again), and a thread's entry counts
 //! only while the epoch is the same. A program sending on one communicator takes no lock.
 //!
+//! The entry is read on every message, so on x86-64 Linux it lives in the static TLS block
+//! (see [`last`]), as the gate's block does: one `%fs`-relative access rather than the
+//! `__tls_get_addr` call a `thread_local!` costs in a shared library. It holds a reference
+//! count of its communicator, given back by a `thread_local!` guard when the thread exits.
+//!
 //! # Bounds
 //!
 //! At most [`MAX_COMMS`] communicators and [`MAX_REQUESTS`] pending requests are remembered. A
@@ -32,7 +37,6 @@
 use crate::events::{MpiCollective, MpiComm, MpiCommFree, MpiComplete, MpiRequest};
 use crate::ffi::{self, Comm, Datatype, Request, Status};
 use libc::c_int;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -103,12 +107,6 @@ static COMMS: Mutex<Option<HashMap<usize, Arc<CommInfo>>>> = Mutex::new(None);
 
 /// Moves whenever [`COMMS`] changes (see the module doc).
 static COMMS_EPOCH: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// The calling thread's last lookup: the handle, the epoch when it was looked up, and what
-    /// it found.
-    static LAST_COMM: RefCell<Option<(usize, u64, Arc<CommInfo>)>> = const { RefCell::new(None) };
-}
 
 /// A 64-bit mix of `parts` (splitmix64 over each): the same in every process, never 0 or 1.
 fn mix(parts: &[u64]) -> u64 {
@@ -189,35 +187,29 @@ fn remember(comm: Comm, info: Arc<CommInfo>) {
 /// holds: no lock, no reference count touched.
 fn with_comm<R>(comm: Comm, f: impl FnOnce(&CommInfo) -> R) -> Option<R> {
     let epoch = COMMS_EPOCH.load(Ordering::Acquire);
-    let key = comm as usize;
-    let mut f = Some(f);
-    let hit = LAST_COMM.try_with(|last| {
-        let last = last.try_borrow().ok()?;
-        match last.as_ref() {
-            Some((k, e, info)) if *k == key && *e == epoch => f.take().map(|f| f(info)),
-            _ => None,
-        }
-    });
-    if let Ok(Some(r)) = hit {
+    let last = last::entry();
+    if let Some(info) = last.borrow(comm as usize, epoch) {
+        let r = f(info);
+        last.give_back();
         return Some(r);
     }
     let info = comm_at(comm, epoch)?;
-    f.take().map(|f| f(&info))
+    Some(f(&info))
 }
 
 /// What is known of `comm` (looked up through its groups when first seen); `None` for
 /// `MPI_COMM_NULL`.
 pub(crate) fn comm(comm: Comm) -> Option<Arc<CommInfo>> {
     let epoch = COMMS_EPOCH.load(Ordering::Acquire);
-    let key = comm as usize;
-    let hit = LAST_COMM.try_with(|last| {
-        let last = last.try_borrow().ok()?;
-        match last.as_ref() {
-            Some((k, e, info)) if *k == key && *e == epoch => Some(info.clone()),
-            _ => None,
-        }
-    });
-    if let Ok(Some(info)) = hit {
+    let last = last::entry();
+    if let Some(info) = last.borrow(comm as usize, epoch) {
+        // SAFETY: `info` came from `Arc::into_raw` and the entry keeps its count while
+        // borrowed (see `last::Entry`): one more count for the caller.
+        let info = unsafe {
+            Arc::increment_strong_count(info);
+            Arc::from_raw(info as *const CommInfo)
+        };
+        last.give_back();
         return Some(info);
     }
     comm_at(comm, epoch)
@@ -227,12 +219,182 @@ pub(crate) fn comm(comm: Comm) -> Option<Arc<CommInfo>> {
 /// table, so that a change meanwhile makes the entry stale rather than wrong).
 fn comm_at(comm: Comm, epoch: u64) -> Option<Arc<CommInfo>> {
     let info = comm_in_table(comm)?;
-    let _ = LAST_COMM.try_with(|last| {
-        if let Ok(mut last) = last.try_borrow_mut() {
-            *last = Some((comm as usize, epoch, info.clone()));
-        }
-    });
+    last::entry().keep(comm as usize, epoch, &info);
     Some(info)
+}
+
+/// The calling thread's last communicator looked up (see the module doc): the handle, the
+/// table's epoch then, and a counted reference to what was found.
+mod last {
+    use super::CommInfo;
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    /// One thread's entry; all zeros (nothing kept, open) is its initial value.
+    #[repr(C)]
+    pub(super) struct Entry {
+        key: Cell<usize>,
+        epoch: Cell<u64>,
+        /// From `Arc::into_raw`, holding one count; null for none.
+        info: Cell<*const CommInfo>,
+        /// 1 while a caller reads `info` (nothing may replace it then), 2 once the thread's
+        /// guard was dropped (the thread is exiting: nothing is kept any more).
+        state: Cell<usize>,
+    }
+
+    const BORROWED: usize = 1;
+    const CLOSED: usize = 2;
+
+    impl Entry {
+        /// The kept communicator, if it is `key`'s at `epoch`, borrowed until
+        /// [`Entry::give_back`].
+        #[inline]
+        pub(super) fn borrow(&self, key: usize, epoch: u64) -> Option<&CommInfo> {
+            let p = self.info.get();
+            if p.is_null() || self.key.get() != key || self.epoch.get() != epoch {
+                return None;
+            }
+            if self.state.get() != 0 {
+                return None;
+            }
+            self.state.set(BORROWED);
+            // SAFETY: `p` came from `Arc::into_raw` and the entry holds its count until it is
+            // replaced or cleared, which neither `keep` nor `close` does while borrowed; the
+            // reference lives until `give_back`, which the callers call before returning.
+            Some(unsafe { &*p })
+        }
+
+        /// Ends a borrow.
+        #[inline]
+        pub(super) fn give_back(&self) {
+            self.state.set(0);
+        }
+
+        /// Keeps `info` as `key`'s at `epoch`, unless the entry is borrowed or closed.
+        pub(super) fn keep(&self, key: usize, epoch: u64, info: &Arc<CommInfo>) {
+            if self.state.get() != 0 || !guard::registered() {
+                return;
+            }
+            let old = self.info.replace(Arc::into_raw(info.clone()));
+            self.key.set(key);
+            self.epoch.set(epoch);
+            release(old);
+        }
+
+        /// Gives the kept count back and keeps nothing more: the thread is exiting.
+        fn close(&self) {
+            self.state.set(CLOSED);
+            self.key.set(0);
+            release(self.info.replace(std::ptr::null()));
+        }
+    }
+
+    /// Gives back the count `p` holds (none for null).
+    fn release(p: *const CommInfo) {
+        if !p.is_null() {
+            // SAFETY: `p` came from `Arc::into_raw` and its count was the entry's, which no
+            // longer holds it.
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
+
+    /// Gives the entry's count back when the thread exits.
+    mod guard {
+        struct Guard;
+
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                super::entry().close();
+            }
+        }
+
+        thread_local! {
+            static GUARD: Guard = const { Guard };
+        }
+
+        /// Whether the thread's guard is alive (made on first use), so that what the entry
+        /// keeps is given back at the thread's exit.
+        pub(super) fn registered() -> bool {
+            GUARD.try_with(|_| ()).is_ok()
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    mod tls {
+        use super::Entry;
+
+        // The entry's storage: 32 zero bytes in `.tbss` (every thread starts with a zeroed
+        // copy), hidden (global to this library's objects, exported by none).
+        std::arch::global_asm!(
+            ".pushsection .tbss,\"awT\",@nobits",
+            ".p2align 3",
+            ".globl gyr_mpi_last_comm",
+            ".hidden gyr_mpi_last_comm",
+            ".type gyr_mpi_last_comm,@object",
+            ".size gyr_mpi_last_comm,32",
+            "gyr_mpi_last_comm:",
+            ".zero 32",
+            ".popsection",
+        );
+
+        const _: () = assert!(size_of::<Entry>() <= 32 && align_of::<Entry>() <= 8);
+
+        /// The calling thread's entry.
+        #[inline(always)]
+        pub(in super::super) fn entry() -> &'static Entry {
+            let p: *const Entry;
+            // SAFETY: reads the entry's offset from the thread pointer (a GOT entry the loader
+            // fills, initial-exec model) and adds the thread pointer (`%fs:0` holds its own
+            // address on x86-64 Linux): this thread's copy of the 32 bytes above. No memory is
+            // written; the addition changes the flags.
+            unsafe {
+                std::arch::asm!(
+                    "mov {p}, qword ptr [rip + gyr_mpi_last_comm@GOTTPOFF]",
+                    "add {p}, qword ptr fs:[0]",
+                    p = out(reg) p,
+                    options(nostack, readonly, pure),
+                );
+            }
+            // SAFETY: the copy is this thread's, 8-byte aligned, zero-initialised (a valid
+            // `Entry`: nothing kept, open) and lives as long as the thread; `Entry` is made of
+            // `Cell`s and not `Sync`, and the reference never leaves this thread.
+            unsafe { &*p }
+        }
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    mod tls {
+        use super::Entry;
+        use std::cell::Cell;
+
+        thread_local! {
+            static ENTRY: Entry = const {
+                Entry {
+                    key: Cell::new(0),
+                    epoch: Cell::new(0),
+                    info: Cell::new(std::ptr::null()),
+                    state: Cell::new(0),
+                }
+            };
+        }
+
+        /// The calling thread's entry.
+        #[inline(always)]
+        pub(in super::super) fn entry() -> &'static Entry {
+            // SAFETY: the entry has no destructor and lives as long as the thread; the
+            // reference never leaves this thread (see the x86-64 version).
+            ENTRY.with(|e| unsafe { &*(e as *const Entry) })
+        }
+    }
+
+    pub(super) use tls::entry;
+
+    #[cfg(test)]
+    pub(super) fn kept() -> Option<(usize, u64, *const CommInfo)> {
+        let e = entry();
+        let p = e.info.get();
+        (!p.is_null()).then(|| (e.key.get(), e.epoch.get(), p))
+    }
 }
 
 fn comm_in_table(comm: Comm) -> Option<Arc<CommInfo>> {
@@ -551,6 +713,10 @@ pub(crate) fn live(request: Request) -> bool {
 mod tests {
     use super::*;
 
+    /// Held by the tests that change the communicator table, whose epoch each one's
+    /// expectations follow.
+    static TABLE: Mutex<()> = Mutex::new(());
+
     fn info(id: u64) -> Arc<CommInfo> {
         Arc::new(CommInfo {
             id,
@@ -562,6 +728,7 @@ mod tests {
 
     #[test]
     fn a_thread_never_keeps_a_freed_handle_s_communicator() {
+        let _table = lock(&TABLE);
         // Handles MPI never makes (not real memory: only compared).
         let (a, b) = (0x7100 as Comm, 0x7200 as Comm);
         remember(a, info(10));
@@ -589,6 +756,51 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(seen, Some(30));
+        freeing(a);
+        freeing(b);
+    }
+
+    /// The entry's `unsafe` (a counted reference kept in the static TLS block): the count it
+    /// holds is given back when it is replaced and when its thread exits, a borrowed entry is
+    /// never replaced, and every thread starts with an empty entry of its own.
+    #[test]
+    fn the_last_communicator_s_count_is_given_back() {
+        let _table = lock(&TABLE);
+        let (a, b) = (0x7300 as Comm, 0x7400 as Comm);
+        let (ia, ib) = (info(40), info(50));
+        remember(a, ia.clone());
+        remember(b, ib.clone());
+        // The table's count and ours.
+        assert_eq!((Arc::strong_count(&ia), Arc::strong_count(&ib)), (2, 2));
+        let (ha, hb) = (a as usize, b as usize);
+        let seen = std::thread::spawn(move || {
+            assert!(last::kept().is_none(), "a new thread keeps nothing");
+            let (a, b) = (ha as Comm, hb as Comm);
+            assert_eq!(with_comm(a, |i| i.id), Some(40));
+            assert_eq!(last::kept().map(|(k, _, _)| k), Some(ha));
+            // Looked up while the entry is borrowed: found, and the entry left as it is.
+            let nested = with_comm(a, |_| with_comm(b, |i| i.id));
+            assert_eq!(nested, Some(Some(50)));
+            assert_eq!(last::kept().map(|(k, _, _)| k), Some(ha));
+            let counts = comm(a).map(|i| Arc::strong_count(&i));
+            // Replaced: `a`'s count given back, `b`'s kept.
+            assert_eq!(with_comm(b, |i| i.id), Some(50));
+            counts
+        })
+        .join()
+        .unwrap();
+        // The table, ours, the thread's entry and the `Arc` `comm` returned.
+        assert_eq!(seen, Some(4));
+        // The thread has exited: both counts given back.
+        assert_eq!((Arc::strong_count(&ia), Arc::strong_count(&ib)), (2, 2));
+        // Forgotten from the table: the entry's count is the last besides ours, and a
+        // lookup after the epoch moved does not take the old one.
+        assert_eq!(with_comm(a, |i| i.id), Some(40));
+        assert_eq!(Arc::strong_count(&ia), 3);
+        freeing(a);
+        assert_eq!(Arc::strong_count(&ia), 2);
+        assert_ne!(with_comm(a, |i| i.id), Some(40));
+        assert_eq!(Arc::strong_count(&ia), 1, "replaced: given back");
         freeing(a);
         freeing(b);
     }

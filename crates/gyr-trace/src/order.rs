@@ -57,10 +57,13 @@
 //!
 //! A thread's events arrive in bursts (a monitor pass takes a thread's ring at once), so a
 //! held event usually has its thread's burst queued behind it. When its cause passes, the
-//! queue is drained from its head in one pass (each event's cause looked at, each passed event
-//! recorded and handed on); a burst held behind one event costs one entry in the queue of
-//! runs. A queue woken by the number it waited for releases its head without looking again.
-//! A held event is kept without its thread (40 bytes for a `u64` of data).
+//! queue is drained from its head: each event's cause looked at and each passing event
+//! recorded, then the run that passed handed on at once; a burst held behind one event costs
+//! one entry in the queue of runs. A queue woken by the number it waited for releases its
+//! head without looking again. A held event is kept without its thread (40 bytes for a `u64`
+//! of data). Looking at a cause and recording a passed event are inlined for the common kinds
+//! (other events, a mutex's acquisition and release) and a call for the rest: one branch on
+//! the kind where there was a call and a jump through a table, which mispredicted often.
 //!
 //! Mutexes' and conditions' counts, looked up on every acquisition and release, sit in a dense
 //! table behind a hash index, with a small direct-mapped cache of recently used ids in front
@@ -856,13 +859,57 @@ impl<T> OrderFilter<T> {
 
     /// Whether the event `kind` of `thread`, at the head of `slot`, must wait for its cause;
     /// if so, the slot now waits for it. A mutex's or condition's count is looked up once for
-    /// both.
-    #[inline]
+    /// both. Inlined where events pass: most have no cause, and an acquisition's is one
+    /// lookup; the rarer kinds take a call.
+    #[inline(always)]
     fn hold(&mut self, slot: u32, thread: u64, kind: SyncEvent) -> bool {
+        match kind {
+            SyncEvent::MutexAcquire { mutex, n } if n > 1 => self.hold_mutex(slot, mutex, n - 1),
+            SyncEvent::Other
+            | SyncEvent::MutexAcquire { .. }
+            | SyncEvent::MutexRelease { .. }
+            | SyncEvent::Exit
+            | SyncEvent::Fork { .. }
+            | SyncEvent::BarrierArrive { .. }
+            | SyncEvent::ThreadBegin { parent: None } => false,
+            _ => self.hold_other(slot, thread, kind),
+        }
+    }
+
+    /// [`OrderFilter::hold`] for an acquisition that needs release `n` of `mutex`.
+    #[inline(always)]
+    fn hold_mutex(&mut self, slot: u32, mutex: u64, n: u64) -> bool {
+        let c = self.released.mutex.get_or_default(mutex);
+        if c.count >= n {
+            return false;
+        }
+        Self::wait_counted(&mut self.queues, &mut self.tickets, c, slot, n);
+        true
+    }
+
+    /// Makes `slot` wait for number `n` of the counted object `c`. A queue already waiting
+    /// waits for this head's cause: its head cannot change before it is woken or forced,
+    /// which takes its ticket back.
+    #[inline]
+    fn wait_counted(
+        queues: &mut [Queue<T>],
+        tickets: &mut u64,
+        c: &mut Counted,
+        slot: u32,
+        n: u64,
+    ) {
+        let q = &mut queues[slot as usize];
+        if q.ticket == 0 {
+            *tickets += 1;
+            q.ticket = *tickets;
+            c.add_waiter(n, slot, q.ticket);
+        }
+    }
+
+    /// [`OrderFilter::hold`] for the kinds other than a mutex's.
+    #[inline(never)]
+    fn hold_other(&mut self, slot: u32, thread: u64, kind: SyncEvent) -> bool {
         let (counts, object, n) = match kind {
-            SyncEvent::MutexAcquire { mutex, n } if n > 1 => {
-                (&mut self.released.mutex, mutex, n - 1)
-            }
             SyncEvent::SharedAcquire { lock, after } if after > 0 => {
                 (&mut self.released.mutex, lock, after)
             }
@@ -887,14 +934,7 @@ impl<T> OrderFilter<T> {
         if c.count >= n {
             return false;
         }
-        // A queue already waiting waits for this head's cause: its head cannot change before
-        // it is woken or forced, which takes its ticket back.
-        let q = &mut self.queues[slot as usize];
-        if q.ticket == 0 {
-            self.tickets += 1;
-            q.ticket = self.tickets;
-            c.add_waiter(n, slot, q.ticket);
-        }
+        Self::wait_counted(&mut self.queues, &mut self.tickets, c, slot, n);
         true
     }
 
@@ -924,8 +964,9 @@ impl<T> OrderFilter<T> {
     }
 
     /// Records that an event of `thread` has passed, waking what it lets pass. Most events
-    /// change nothing another waits for: they return at once.
-    #[inline]
+    /// change nothing another waits for: they return at once. Inlined where events pass; a
+    /// mutex's release is handled here, the rarer kinds take a call.
+    #[inline(always)]
     fn passed(&mut self, thread: u64, kind: SyncEvent) {
         match kind {
             SyncEvent::Other
@@ -936,20 +977,28 @@ impl<T> OrderFilter<T> {
             | SyncEvent::BarrierDepart { .. } => {}
             SyncEvent::MutexRelease { mutex, n } => {
                 let now = self.released.now;
+                let before = self.released.mutex.len();
                 self.released.mutex.raise(mutex, n, now, &mut self.woken);
                 if !self.woken.is_empty() {
                     self.wake_passed(None);
                 }
-                self.bound_objects();
-            }
-            _ => {
-                let key = self.released.pass(thread, kind, &mut self.woken);
-                if key.is_some() || !self.woken.is_empty() {
-                    self.wake_passed(key);
+                // Only a mutex seen for the first time adds an object.
+                if self.released.mutex.len() != before {
+                    self.bound_objects();
                 }
-                self.bound_objects();
             }
+            _ => self.passed_other(thread, kind),
         }
+    }
+
+    /// [`OrderFilter::passed`] for forks, exits, beginnings, signals and barrier arrivals.
+    #[inline(never)]
+    fn passed_other(&mut self, thread: u64, kind: SyncEvent) {
+        let key = self.released.pass(thread, kind, &mut self.woken);
+        if key.is_some() || !self.woken.is_empty() {
+            self.wake_passed(key);
+        }
+        self.bound_objects();
     }
 
     /// Wakes the waiters of `key` and the counted objects' waiters in `self.woken`.
@@ -993,8 +1042,10 @@ impl<T> OrderFilter<T> {
         }
     }
 
-    /// Releases a queue's events from the head while their causes have passed, each event's
-    /// cause looked at and each passed event recorded as it leaves the queue.
+    /// Releases a queue's events from the head while their causes have passed: first each
+    /// event's cause looked at and each passing event recorded, oldest first, then the run
+    /// that passed handed on at once (recording wakes other queues but releases nothing, so
+    /// the order of what is handed on is the same).
     fn drain_queue(&mut self, slot: u32, out: &mut impl FnMut(Event<T>)) {
         let q = &mut self.queues[slot as usize];
         let mut passes = std::mem::take(&mut q.head_passes);
@@ -1004,7 +1055,7 @@ impl<T> OrderFilter<T> {
         let mut events = std::mem::take(&mut q.events);
         let mut run = 0;
         let mut exit = false;
-        while let Some(head) = events.front() {
+        for head in events.iter() {
             let kind = head.kind;
             if kind != SyncEvent::Other {
                 if !passes && self.hold(slot, thread, kind) {
@@ -1016,9 +1067,9 @@ impl<T> OrderFilter<T> {
             }
             passes = false;
             run += 1;
-            if let Some(Held { kind, data, .. }) = events.pop_front() {
-                out(Event { thread, kind, data });
-            }
+        }
+        for Held { kind, data, .. } in events.drain(..run) {
+            out(Event { thread, kind, data });
         }
         self.stats.held -= run;
         self.stats.released += run as u64;
