@@ -127,6 +127,10 @@ pub(crate) struct TableWriter<S: TableSink> {
     start_unix_ns: u64,
     cells: Vec<Cell<'static>>,
     stats: TableStats,
+    /// When set, the only event type names given tables; records of others are read past.
+    only: Option<std::collections::HashSet<String>>,
+    /// The current input's type ids left out by `only`.
+    left_out: std::collections::HashSet<TypeId>,
 }
 
 impl<S: TableSink> TableWriter<S> {
@@ -145,7 +149,21 @@ impl<S: TableSink> TableWriter<S> {
             start_unix_ns: 0,
             cells: Vec::new(),
             stats: TableStats::default(),
+            only: None,
+            left_out: Default::default(),
         }
+    }
+
+    /// Gives tables only to the event types named in `names`.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    pub(crate) fn keep_only(&mut self, names: &[String]) {
+        self.only = Some(names.iter().cloned().collect());
+    }
+
+    /// The sink, once the export is done.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    pub(crate) fn into_sink(self) -> S {
+        self.sink
     }
 
     /// What was written so far.
@@ -324,6 +342,7 @@ pub(crate) fn payload_cells<'a>(
 impl<S: TableSink> Consumer for TableWriter<S> {
     fn begin_file(&mut self, file: &FileStart<'_>) -> io::Result<()> {
         self.by_id.clear();
+        self.left_out.clear();
         self.threads.clear();
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
@@ -337,6 +356,12 @@ impl<S: TableSink> Consumer for TableWriter<S> {
     }
 
     fn schema(&mut self, schema: &Schema) -> io::Result<()> {
+        if let Some(only) = &self.only
+            && !only.contains(&schema.name)
+        {
+            self.left_out.insert(schema.id);
+            return Ok(());
+        }
         let t = self.open_table(schema)?;
         self.by_id.insert(schema.id, t);
         Ok(())
@@ -349,7 +374,9 @@ impl<S: TableSink> Consumer for TableWriter<S> {
 
     fn record(&mut self, thread: u64, header: &RecordHeader, payload: &[u8]) -> io::Result<()> {
         let Some(&t) = self.by_id.get(&header.type_id) else {
-            self.stats.skipped += 1;
+            if !self.left_out.contains(&header.type_id) {
+                self.stats.skipped += 1;
+            }
             return Ok(());
         };
         let table = &self.tables[t];
