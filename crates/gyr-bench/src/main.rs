@@ -12,6 +12,7 @@ mod floor;
 mod hub;
 mod ordering;
 mod peers;
+mod python_read;
 mod rules;
 mod sensors;
 mod sim;

@@ -29,9 +29,12 @@ use gyr_core::ThreadInfo;
 use gyr_core::record::RecordHeader;
 use gyr_core::schema::{FieldType, ScalarType, Schema, TypeId};
 use gyr_core::trace::TraceEnd;
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The per-record lookups (type id, thread) hash with foldhash: a table export spends much of
+/// its time on them.
+type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// The type of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,9 +120,9 @@ pub(crate) struct TableWriter<S: TableSink> {
     extension: &'static str,
     tables: Vec<Table>,
     /// The current input's type ids → tables.
-    by_id: HashMap<TypeId, usize>,
+    by_id: FastMap<TypeId, usize>,
     /// The current input's thread names.
-    threads: HashMap<u64, String>,
+    threads: FastMap<u64, String>,
     /// File stems taken.
     stems: std::collections::HashSet<String>,
     pid: u32,
@@ -141,8 +144,8 @@ impl<S: TableSink> TableWriter<S> {
             dir: dir.to_owned(),
             extension,
             tables: Vec::new(),
-            by_id: HashMap::new(),
-            threads: HashMap::new(),
+            by_id: FastMap::default(),
+            threads: FastMap::default(),
             stems: Default::default(),
             pid: 0,
             offset_ns: 0,
