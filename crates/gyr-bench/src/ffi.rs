@@ -258,6 +258,7 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
         out.extend(m);
     }
     out.extend(crate::python_read::measure(quick)?);
+    out.extend(crate::ffi_python::measure(quick));
     println!("  capture lines dropped by the non-blocking writer: {dropped}");
     out.insert("tracing_capture_dropped_lines".into(), json!(dropped));
     out.insert(

@@ -7,6 +7,7 @@ mod capture;
 mod contention;
 mod ffi;
 mod ffi_native;
+mod ffi_python;
 mod figures;
 mod floor;
 mod hub;

@@ -1,4 +1,6 @@
-"""Fixtures of the package's tests: the `gyr` binary and traces it writes.
+"""Fixtures of the package's tests: the `gyr` binary and traces it writes, and an
+instrumented Python program (`solver.py`) run as a subprocess with an announcement directory
+of the test's own.
 
 The binary is `GYR_BIN`, or the one `cargo build -p gyr-cli` (or `cargo test --workspace`)
 leaves in the workspace's target directory. Without it the tests that need it are skipped,
@@ -9,7 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +68,75 @@ def heat_csv(gyr_bin: Path, heat_trace: Path) -> Path:
         check=True, capture_output=True, timeout=120,
     )
     return out
+
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture()
+def socket_dir(tmp_path, monkeypatch):
+    """An announcement directory for this test alone, for the program and the client."""
+    d = tmp_path / "sockets"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("GYR_SOCKET_DIR", str(d))
+    return d
+
+
+class Program:
+    """The instrumented program `solver.py`, running; `info` is what its `gyr.init()` said."""
+
+    def __init__(self, env):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "solver.py")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready "):
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError(f"the program did not start: {line}{out}\n{err}")
+        self.info = json.loads(line[len("ready "):])
+        self.pid = self.proc.pid
+
+    def finish(self, timeout=30.0):
+        """Waits for the end; returns (stdout, stderr)."""
+        out, err = self.proc.communicate(timeout=timeout)
+        assert self.proc.returncode == 0, f"exit {self.proc.returncode}\n{out}\n{err}"
+        return out, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+@pytest.fixture()
+def run_program(socket_dir):
+    """Starts `solver.py` with extra environment variables; kills what is left at the end."""
+    started = []
+
+    def start(**env_vars):
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in env_vars.items()})
+        p = Program(env)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        p.kill()
+
+
+def eventually(check, timeout=15.0, what="the condition"):
+    """Calls `check` until it returns something true; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.02)
+    raise AssertionError(f"{what} did not hold within {timeout} s (last: {last!r})")

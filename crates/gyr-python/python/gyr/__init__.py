@@ -9,6 +9,10 @@ A program run with ``GYR_TRACE=run.gyr`` writes a trace file; read it with::
     frames = trace.to_polars()            # {event type: polars.DataFrame}
     gyr.trace_info("run.gyr")             # what ``gyr trace info --json`` prints
 
+Instrument a Python program (sensors, spans, steering objects, synch points, rules) with
+``gyr.init()``, ``gyr.Sensor``, ``gyr.span``, ``gyr.Object`` and ``gyr.sync_point``; steer and
+watch any gyr program with ``gyr.connect(PID)``.
+
 Each table holds every record of one event type, with the columns every record has --
 ``time_ns`` (uint64, ns since the process's timestamp 0), ``wall_time`` (timestamp[ns, UTC]),
 ``pid``, ``thread``, ``thread_name``, ``seq``, ``perturbation_ns`` -- then one column per field,
@@ -37,6 +41,13 @@ __version__: str = _gyr.__version__
 PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = ["ArrowTable", "GyrError", "Trace", "read_trace", "trace_info", "__version__"]
+
+from ._instrument import *  # noqa: E402,F401,F403  (sensors, spans, steering, rules)
+from ._instrument import __all__ as _instrument_all  # noqa: E402
+from ._client import *  # noqa: E402,F401,F403  (the API client)
+from ._client import __all__ as _client_all  # noqa: E402
+
+__all__ += _instrument_all + _client_all
 
 
 def _need(module: str, extra: str) -> Any:
