@@ -53,6 +53,14 @@ def test_a_traced_run_holds_every_event_with_its_values(tmp_path, run_program, g
     assert begins[:2] == ["work", "solve"]
 
 
+@pytest.fixture()
+def runtime():
+    """A runtime in the test's process (sensors are on only while one runs)."""
+    gyr.init(serve=False)
+    yield
+    gyr.shutdown()
+
+
 def test_sensor_declarations_are_checked():
     s = gyr.Sensor("py.unit.decl", n="u8", x="f64")
     assert s.name == "py.unit.decl"
@@ -66,7 +74,7 @@ def test_sensor_declarations_are_checked():
         gyr.Sensor("py.unit.bad", x="float64")
 
 
-def test_emits_that_do_not_fit_are_refused_with_the_field():
+def test_emits_that_do_not_fit_are_refused_with_the_field(runtime):
     s = gyr.Sensor("py.unit.emit", n="u8", x="f64", name="string", on="bool")
     s.emit(3, 0.5, "a", True)
     with pytest.raises(gyr.InvalidValueError, match=r"takes 4 fields \(n, x, name, on\), 2 given"):
@@ -84,14 +92,6 @@ def test_emits_that_do_not_fit_are_refused_with_the_field():
     fixed = gyr.Sensor("py.unit.fixed", a="i32", b="f32")
     with pytest.raises(gyr.InvalidValueError, match="field `a`"):
         fixed.emit(2**40, 1.0)
-
-
-@pytest.fixture()
-def runtime():
-    """A runtime in the test's process (sensors are on only while one runs)."""
-    gyr.init(serve=False)
-    yield
-    gyr.shutdown()
 
 
 def test_a_sensor_switched_off_records_nothing_and_checks_nothing(runtime):
