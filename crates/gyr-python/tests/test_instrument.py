@@ -153,3 +153,63 @@ def test_span_names_and_samples():
     x = gyr.sample("py.unit.sample_f", 0.5)
     x.set(2)
     assert x.get() == 2.0
+
+
+def test_python_rules_see_the_events_and_one_that_raises_does_not_stop_them(runtime, capfd):
+    from conftest import eventually
+
+    seen = []
+    s = gyr.Sensor("py.unit.rule", level="f64")
+
+    def bad(fields):
+        raise ValueError("rule boom")
+
+    gyr.on_event("py_high", "py.unit.rule", then=lambda f: seen.append(f["level"]), when=lambda f: f["level"] > 0.5)
+    gyr.on_event("py_bad", "py.unit.rule", then=bad)
+    try:
+        for x in (0.1, 0.9, 0.7):
+            s.emit(x)
+        eventually(lambda: seen == [0.9, 0.7], what="the rule saw the high levels")
+        err = []
+        eventually(
+            lambda: err.append(capfd.readouterr().err) or "rule boom" in "".join(err),
+            what="the raising rule's traceback",
+        )
+    finally:
+        gyr.remove_rule("py_high")
+        gyr.remove_rule("py_bad")
+    with pytest.raises(gyr.InvalidValueError, match="already registered"):
+        gyr.on_event("dup", "py.unit.rule", then=print)
+        gyr.on_event("dup", "py.unit.rule", then=print)
+    gyr.remove_rule("dup")
+
+
+def test_messages_are_recorded(runtime):
+    gyr.msg.init("py-job", 0, 2)
+    gyr.msg.send(1, 7, 64)
+    gyr.msg.recv(1, 8, 32)
+
+
+def test_a_rules_file_actuates_a_python_function(runtime, tmp_path):
+    from conftest import eventually
+
+    got = []
+    gyr.function("py_rule_fn", lambda level: got.append(level), params=[("level", "float")])
+    s = gyr.Sensor("py.unit.rules", level="f64")
+    f = tmp_path / "rules.toml"
+    f.write_text(
+        '[[rule]]\nname = "high"\non = "py.unit.rules"\n'
+        "when = 'level > 0.5'\nthen = 'actuate(\"py_rule_fn\", level);'\n"
+    )
+    rules = gyr.load_rules(f)
+    try:
+        s.emit(0.2)
+        s.emit(0.8)
+        eventually(lambda: got == [0.8], what="the rule called the Python function")
+        assert rules.state()["rules"][0]["name"] == "high"
+    finally:
+        rules.unload()
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[rule]]\nname = \n")
+    with pytest.raises(gyr.InvalidValueError, match="bad.toml"):
+        gyr.load_rules(bad)
