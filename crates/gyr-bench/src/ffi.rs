@@ -8,7 +8,8 @@
 //! shared machine only ever adds time, and alternating spreads it over all cases alike. More
 //! ways in are more entries in [`cases`] and more ratios in [`RATIOS`]; C and Fortran programs
 //! run as processes of their own, so their figures come from [`crate::ffi_native`], after the
-//! cases, beside a Rust sensor of the same 24-byte shape (`rust_sensor_ns`).
+//! cases, beside a Rust sensor of the same 24-byte shape (`rust_sensor_ns`). The Python
+//! package's trace reader is timed by [`crate::python_read`] (`python_read_events_per_s`).
 //!
 //! The `tracing` cases all emit from the same call sites ([`event`], [`span`]) under a scoped
 //! dispatcher:
@@ -256,6 +257,8 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     if let Value::Object(m) = native.json() {
         out.extend(m);
     }
+    out.extend(crate::python_read::measure(quick)?);
+    out.extend(crate::ffi_python::measure(quick));
     println!("  capture lines dropped by the non-blocking writer: {dropped}");
     out.insert("tracing_capture_dropped_lines".into(), json!(dropped));
     out.insert(

@@ -6,7 +6,7 @@ use crate::show::{command_line, printable};
 use anyhow::Context;
 use clap::Args;
 use gyr_trace::export::{self, Format, Options, Progress};
-use gyr_trace::info::{self, Span, TraceInfo};
+use gyr_trace::info::{self, TraceInfo};
 use gyr_trace::{ImportError, ImportFormat, Need};
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -96,16 +96,12 @@ fn secs(ns: Option<u64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn span_json(s: &Span) -> serde_json::Value {
-    serde_json::json!({ "records": s.records, "first_ns": s.first_ns, "last_ns": s.last_ns })
-}
-
 pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Failure> {
     let info = info::read_file(&args.file).map_err(Failure::input)?;
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     if args.json {
-        writeln!(out, "{}", info_json(&args.file, &info)).context("writing to stdout")?;
+        writeln!(out, "{}", info.to_json(&args.file)).context("writing to stdout")?;
     } else {
         info_text(&mut out, &args.file, &info).context("writing to stdout")?;
     }
@@ -114,47 +110,6 @@ pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Failure> {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
-    })
-}
-
-fn info_json(file: &Path, info: &TraceInfo) -> serde_json::Value {
-    let h = &info.header;
-    serde_json::json!({
-        "file": file.display().to_string(),
-        "file_bytes": info.file_bytes,
-        "format_version": info.format_version,
-        "header": {
-            "pid": h.pid, "host": h.host, "command_line": h.command_line,
-            "start_unix_ns": h.start_unix_ns, "clock_source": h.clock_source,
-            "ticks_per_second": h.ticks_per_second, "sensor_cost_ns": h.sensor_cost_ns,
-            "policy": h.policy, "gyr_version": h.gyr_version,
-        },
-        "chunks": info.summary.chunks,
-        "records": span_json(&info.span),
-        "closed_cleanly": info.clean_end(),
-        "cut_off": info.cut_off(),
-        "unreadable_chunks": info.unreadable_chunks(),
-        "unreadable_bytes": info.unreadable_bytes(),
-        "damage": info.summary.damage.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
-        "lost_reported": info.lost_reported,
-        "end": info.end.as_ref().map(|e| serde_json::json!({
-            "end_ns": e.end_ns, "records": e.records, "lost": e.lost, "filtered": e.filtered,
-        })),
-        "schemas": info.schemas.values().map(|s| serde_json::json!({
-            "id": s.schema.id,
-            "name": s.schema.name,
-            "fields": s.schema.fields.iter().map(|f| serde_json::json!({
-                "name": f.name, "type": f.ty.to_string(),
-            })).collect::<Vec<_>>(),
-            "records": span_json(&s.span),
-        })).collect::<Vec<_>>(),
-        "threads": info.threads.values().map(|t| serde_json::json!({
-            "id": t.id,
-            "name": t.info.as_ref().map(|i| i.name.clone()),
-            "os_tid": t.info.as_ref().map(|i| i.os_tid),
-            "records": span_json(&t.span),
-            "lost": t.lost,
-        })).collect::<Vec<_>>(),
     })
 }
 

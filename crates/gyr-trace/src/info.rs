@@ -118,6 +118,54 @@ impl TraceInfo {
             })
             .sum()
     }
+
+    /// What `gyr trace info --json` prints for the file at `file`: one object (the same for
+    /// every reader of it, the command and the Python package).
+    pub fn to_json(&self, file: &Path) -> serde_json::Value {
+        let info = self;
+        let h = &info.header;
+        serde_json::json!({
+            "file": file.display().to_string(),
+            "file_bytes": info.file_bytes,
+            "format_version": info.format_version,
+            "header": {
+                "pid": h.pid, "host": h.host, "command_line": h.command_line,
+                "start_unix_ns": h.start_unix_ns, "clock_source": h.clock_source,
+                "ticks_per_second": h.ticks_per_second, "sensor_cost_ns": h.sensor_cost_ns,
+                "policy": h.policy, "gyr_version": h.gyr_version,
+            },
+            "chunks": info.summary.chunks,
+            "records": span_json(&info.span),
+            "closed_cleanly": info.clean_end(),
+            "cut_off": info.cut_off(),
+            "unreadable_chunks": info.unreadable_chunks(),
+            "unreadable_bytes": info.unreadable_bytes(),
+            "damage": info.summary.damage.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+            "lost_reported": info.lost_reported,
+            "end": info.end.as_ref().map(|e| serde_json::json!({
+                "end_ns": e.end_ns, "records": e.records, "lost": e.lost, "filtered": e.filtered,
+            })),
+            "schemas": info.schemas.values().map(|s| serde_json::json!({
+                "id": s.schema.id,
+                "name": s.schema.name,
+                "fields": s.schema.fields.iter().map(|f| serde_json::json!({
+                    "name": f.name, "type": f.ty.to_string(),
+                })).collect::<Vec<_>>(),
+                "records": span_json(&s.span),
+            })).collect::<Vec<_>>(),
+            "threads": info.threads.values().map(|t| serde_json::json!({
+                "id": t.id,
+                "name": t.info.as_ref().map(|i| i.name.clone()),
+                "os_tid": t.info.as_ref().map(|i| i.os_tid),
+                "records": span_json(&t.span),
+                "lost": t.lost,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn span_json(s: &Span) -> serde_json::Value {
+    serde_json::json!({ "records": s.records, "first_ns": s.first_ns, "last_ns": s.last_ns })
 }
 
 /// Reads the trace at `path` through, counting.

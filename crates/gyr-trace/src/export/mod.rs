@@ -38,6 +38,8 @@
 //! OpenTelemetry's OTLP ([`otlp`]) makes spans of span pairs and log records of the events
 //! selected, written as OTLP/JSON lines or handed to a sender.
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod chrome;
 pub mod csv;
 pub mod otlp;
@@ -506,6 +508,28 @@ pub fn export_tables<R: Read + Seek>(
             format!("{format} writes one file, not a directory of tables: use export_inputs"),
         )),
     }
+}
+
+/// Reads `inputs` (one process each) into one Arrow table per event type, in memory, with the
+/// columns of [`table`]; `only`, when given, names the event types to keep (the others are
+/// read past and neither kept nor counted); `clock` as in [`export_inputs_on_clock`].
+#[cfg(feature = "arrow")]
+pub fn arrow_tables<R: Read + Seek>(
+    inputs: Vec<Input<R>>,
+    only: Option<&[String]>,
+    options: Options,
+    clock: Option<&ClockCorrection>,
+    progress: &mut dyn FnMut(&Progress),
+) -> io::Result<(Report, table::TableStats, Vec<arrow::ArrowTable>)> {
+    let mut w = table::TableWriter::new(arrow::ArrowSink::default(), Path::new(""), "arrow");
+    if let Some(only) = only {
+        w.keep_only(only);
+    }
+    let report = run(inputs, &mut w, options, clock, progress)?;
+    let stats = w.stats().clone();
+    let mut sink = w.into_sink();
+    sink.name_tables(stats.tables.iter().map(|(name, _)| name.clone()));
+    Ok((report, stats, sink.into_tables()))
 }
 
 /// One input as the consumers see it begin.

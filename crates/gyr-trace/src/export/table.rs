@@ -29,9 +29,12 @@ use gyr_core::ThreadInfo;
 use gyr_core::record::RecordHeader;
 use gyr_core::schema::{FieldType, ScalarType, Schema, TypeId};
 use gyr_core::trace::TraceEnd;
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The per-record lookups (type id, thread) hash with foldhash: a table export spends much of
+/// its time on them.
+type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// The type of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,9 +120,9 @@ pub(crate) struct TableWriter<S: TableSink> {
     extension: &'static str,
     tables: Vec<Table>,
     /// The current input's type ids → tables.
-    by_id: HashMap<TypeId, usize>,
+    by_id: FastMap<TypeId, usize>,
     /// The current input's thread names.
-    threads: HashMap<u64, String>,
+    threads: FastMap<u64, String>,
     /// File stems taken.
     stems: std::collections::HashSet<String>,
     pid: u32,
@@ -127,6 +130,10 @@ pub(crate) struct TableWriter<S: TableSink> {
     start_unix_ns: u64,
     cells: Vec<Cell<'static>>,
     stats: TableStats,
+    /// When set, the only event type names given tables; records of others are read past.
+    only: Option<std::collections::HashSet<String>>,
+    /// The current input's type ids left out by `only`.
+    left_out: std::collections::HashSet<TypeId>,
 }
 
 impl<S: TableSink> TableWriter<S> {
@@ -137,15 +144,29 @@ impl<S: TableSink> TableWriter<S> {
             dir: dir.to_owned(),
             extension,
             tables: Vec::new(),
-            by_id: HashMap::new(),
-            threads: HashMap::new(),
+            by_id: FastMap::default(),
+            threads: FastMap::default(),
             stems: Default::default(),
             pid: 0,
             offset_ns: 0,
             start_unix_ns: 0,
             cells: Vec::new(),
             stats: TableStats::default(),
+            only: None,
+            left_out: Default::default(),
         }
+    }
+
+    /// Gives tables only to the event types named in `names`.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    pub(crate) fn keep_only(&mut self, names: &[String]) {
+        self.only = Some(names.iter().cloned().collect());
+    }
+
+    /// The sink, once the export is done.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    pub(crate) fn into_sink(self) -> S {
+        self.sink
     }
 
     /// What was written so far.
@@ -324,6 +345,7 @@ pub(crate) fn payload_cells<'a>(
 impl<S: TableSink> Consumer for TableWriter<S> {
     fn begin_file(&mut self, file: &FileStart<'_>) -> io::Result<()> {
         self.by_id.clear();
+        self.left_out.clear();
         self.threads.clear();
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
@@ -337,6 +359,12 @@ impl<S: TableSink> Consumer for TableWriter<S> {
     }
 
     fn schema(&mut self, schema: &Schema) -> io::Result<()> {
+        if let Some(only) = &self.only
+            && !only.contains(&schema.name)
+        {
+            self.left_out.insert(schema.id);
+            return Ok(());
+        }
         let t = self.open_table(schema)?;
         self.by_id.insert(schema.id, t);
         Ok(())
@@ -349,7 +377,9 @@ impl<S: TableSink> Consumer for TableWriter<S> {
 
     fn record(&mut self, thread: u64, header: &RecordHeader, payload: &[u8]) -> io::Result<()> {
         let Some(&t) = self.by_id.get(&header.type_id) else {
-            self.stats.skipped += 1;
+            if !self.left_out.contains(&header.type_id) {
+                self.stats.skipped += 1;
+            }
             return Ok(());
         };
         let table = &self.tables[t];
