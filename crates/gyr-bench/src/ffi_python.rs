@@ -47,8 +47,9 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A Python that imports `gyr`, or why there is none.
-fn python() -> Result<PathBuf, String> {
+/// A Python for which `check` (a line of Python) runs: `GYR_PYTHON`, else the workspace's
+/// `target/pyenv/bin/python`, else `python3`; or why none does.
+pub(crate) fn python_running(check: &str) -> Result<PathBuf, String> {
     let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
         Some(p) => vec![p.into()],
         None => vec![
@@ -58,10 +59,7 @@ fn python() -> Result<PathBuf, String> {
     };
     let mut why = Vec::new();
     for p in candidates {
-        match Command::new(&p)
-            .args(["-c", "import gyr; gyr.Sensor"])
-            .output()
-        {
+        match Command::new(&p).args(["-c", check]).output() {
             Ok(o) if o.status.success() => return Ok(p),
             Ok(o) => why.push(format!(
                 "{}: {}",
@@ -75,10 +73,16 @@ fn python() -> Result<PathBuf, String> {
             Err(e) => why.push(format!("{}: {e}", p.display())),
         }
     }
-    Err(format!(
-        "no Python with the gyr package ({}); install it with `python -m pip install ./crates/gyr-python`",
-        why.join("; ")
-    ))
+    Err(why.join("; "))
+}
+
+/// A Python that imports `gyr`, or why there is none.
+fn python() -> Result<PathBuf, String> {
+    python_running("import gyr; gyr.Sensor").map_err(|why| {
+        format!(
+            "no Python with the gyr package ({why}); install it with `python -m pip install ./crates/gyr-python`"
+        )
+    })
 }
 
 fn best(v: &[Value]) -> Option<f64> {

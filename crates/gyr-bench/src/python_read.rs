@@ -119,34 +119,7 @@ fn write_trace(path: &Path, events: u64) -> anyhow::Result<()> {
 
 /// A Python that imports gyr and pyarrow, or why there is none.
 fn python() -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates: Vec<PathBuf> = match std::env::var_os("GYR_PYTHON") {
-        Some(p) => vec![p.into()],
-        None => vec![
-            root.join("target/pyenv/bin/python"),
-            PathBuf::from("python3"),
-        ],
-    };
-    let mut why = Vec::new();
-    for p in candidates {
-        match Command::new(&p)
-            .args(["-c", "import gyr, pyarrow; gyr.read_trace"])
-            .output()
-        {
-            Ok(o) if o.status.success() => return Ok(p),
-            Ok(o) => why.push(format!(
-                "{}: {}",
-                p.display(),
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .trim()
-            )),
-            Err(e) => why.push(format!("{}: {e}", p.display())),
-        }
-    }
-    Err(why.join("; "))
+    crate::ffi_python::python_running("import gyr, pyarrow; gyr.read_trace")
 }
 
 /// The figures, as JSON fields of `gyr-bench ffi`; printed as they are measured.
