@@ -320,57 +320,59 @@ pub(crate) fn logs_request(
     }
 }
 
-impl OtlpSink for GrpcSink {
-    fn spans(&mut self, resource: &conv::Resource, spans: &[conv::Span]) -> io::Result<()> {
-        let request = trace_request(resource, spans);
+impl GrpcSink {
+    /// Makes `call` (one export request), again after a transient refusal, at most `RETRIES`
+    /// times with a growing pause; `what` names the records in the error.
+    fn with_retries<T>(
+        &mut self,
+        what: &str,
+        mut call: impl FnMut(&mut Self) -> Result<T, tonic::Status>,
+    ) -> io::Result<T> {
         let mut attempt = 0;
         loop {
-            let mut req = tonic::Request::new(request.clone());
-            *req.metadata_mut() = self.metadata();
             self.sent.requests += 1;
-            let mut client = self.traces.clone();
-            match self.runtime.block_on(client.export(req)) {
-                Ok(answer) => {
-                    if let Some(p) = answer.into_inner().partial_success {
-                        self.sent.rejected_spans += p.rejected_spans;
-                        self.note(&p.error_message);
-                    }
-                    return Ok(());
-                }
+            match call(self) {
+                Ok(answer) => return Ok(answer),
                 Err(s) if transient(&s) && attempt < RETRIES => {
                     attempt += 1;
                     self.sent.retries += 1;
                     std::thread::sleep(Duration::from_millis(250 << attempt));
                 }
-                Err(s) => return Err(refused(&self.target.endpoint, "spans", &s)),
+                Err(s) => return Err(refused(&self.target.endpoint, what, &s)),
             }
         }
+    }
+}
+
+impl OtlpSink for GrpcSink {
+    fn spans(&mut self, resource: &conv::Resource, spans: &[conv::Span]) -> io::Result<()> {
+        let request = trace_request(resource, spans);
+        let answer = self.with_retries("spans", |s| {
+            let mut req = tonic::Request::new(request.clone());
+            *req.metadata_mut() = s.metadata();
+            let mut client = s.traces.clone();
+            s.runtime.block_on(client.export(req))
+        })?;
+        if let Some(p) = answer.into_inner().partial_success {
+            self.sent.rejected_spans += p.rejected_spans;
+            self.note(&p.error_message);
+        }
+        Ok(())
     }
 
     fn logs(&mut self, resource: &conv::Resource, logs: &[conv::LogRecord]) -> io::Result<()> {
         let request = logs_request(resource, logs);
-        let mut attempt = 0;
-        loop {
+        let answer = self.with_retries("log records", |s| {
             let mut req = tonic::Request::new(request.clone());
-            *req.metadata_mut() = self.metadata();
-            self.sent.requests += 1;
-            let mut client = self.logs.clone();
-            match self.runtime.block_on(client.export(req)) {
-                Ok(answer) => {
-                    if let Some(p) = answer.into_inner().partial_success {
-                        self.sent.rejected_logs += p.rejected_log_records;
-                        self.note(&p.error_message);
-                    }
-                    return Ok(());
-                }
-                Err(s) if transient(&s) && attempt < RETRIES => {
-                    attempt += 1;
-                    self.sent.retries += 1;
-                    std::thread::sleep(Duration::from_millis(250 << attempt));
-                }
-                Err(s) => return Err(refused(&self.target.endpoint, "log records", &s)),
-            }
+            *req.metadata_mut() = s.metadata();
+            let mut client = s.logs.clone();
+            s.runtime.block_on(client.export(req))
+        })?;
+        if let Some(p) = answer.into_inner().partial_success {
+            self.sent.rejected_logs += p.rejected_log_records;
+            self.note(&p.error_message);
         }
+        Ok(())
     }
 
     fn finish(&mut self) -> io::Result<()> {
