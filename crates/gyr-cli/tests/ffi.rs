@@ -110,6 +110,24 @@ fn build(dir: &Path, lang: &str) -> PathBuf {
 
 struct Program(Child);
 
+impl Program {
+    /// Waits up to 30 s for the program to end (`why` says what should have ended it); its
+    /// exit status and standard output.
+    fn stopped(&mut self, why: &str) -> (std::process::ExitStatus, String) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{why}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        std::io::Read::read_to_string(self.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+        (status, out)
+    }
+}
+
 impl Drop for Program {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -169,19 +187,7 @@ fn steer_example(lang: &str) {
     assert!(step > 0);
     ok(dir, &["call", pid, "heat.stop"]);
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = p.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "heat.stop did not stop the {lang} program"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let (status, out) = p.stopped(&format!("heat.stop did not stop the {lang} program"));
     let mut err = String::new();
     std::io::Read::read_to_string(p.0.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{lang}: {status:?} {out}{err}");
@@ -344,19 +350,7 @@ fn c_example_is_steered_from_the_page() {
         assert!(shots.join(shot).exists(), "no screenshot {shot}");
     }
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = p.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "heat.stop from the page did not stop the program"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let (status, out) = p.stopped("heat.stop from the page did not stop the program");
     assert!(status.success(), "{status:?} {out}");
     assert!(
         out.contains("alpha 0.4"),
