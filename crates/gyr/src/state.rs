@@ -128,6 +128,26 @@ pub(crate) struct MonitorSlot {
     pub(crate) flushed: AtomicU64,
 }
 
+/// The name of a thread Rust's std knows no name for: the threads of C, Fortran and Python
+/// programs, and the first thread of a program whose `main` is not Rust's. The process's first
+/// thread is `main`; a thread the program named (`pthread_setname_np`, Python 3.14's
+/// threading) keeps that name; one still carrying the process's own name, which threads
+/// inherit, is `thread-<id>`, so that unnamed threads stay apart.
+fn foreign_thread_name(id: u64, os_tid: u64) -> String {
+    if os_tid != 0 && os_tid == u64::from(std::process::id()) {
+        return "main".to_owned();
+    }
+    let comm = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim_end_matches('\n').to_owned())
+    };
+    match (comm("/proc/thread-self/comm"), comm("/proc/self/comm")) {
+        (Some(own), process) if !own.is_empty() && Some(&own) != process.as_ref() => own,
+        _ => format!("thread-{id}"),
+    }
+}
+
 pub(crate) fn os_tid() -> u64 {
     std::fs::read_link("/proc/thread-self")
         .ok()
@@ -142,18 +162,15 @@ impl Shared {
     pub(crate) fn register_thread(&self, id: Option<u64>) -> Arc<RingEntry> {
         let id = id.unwrap_or_else(|| self.reserve_thread());
         let thread = std::thread::current();
+        let os_tid = os_tid();
         let name = thread
             .name()
             .map(str::to_owned)
-            .unwrap_or_else(|| format!("thread-{id}"));
+            .unwrap_or_else(|| foreign_thread_name(id, os_tid));
         let monitor = self.least_loaded();
         let entry = Arc::new(RingEntry {
             ring: Ring::new(self.config.ring_capacity),
-            info: ThreadInfo {
-                id,
-                name,
-                os_tid: os_tid(),
-            },
+            info: ThreadInfo { id, name, os_tid },
             monitor: AtomicUsize::new(monitor),
             consumer: Mutex::new(Consumer::default()),
             blocked_ticks: AtomicU64::new(0),

@@ -355,6 +355,41 @@ fn exited_threads_are_drained_and_extended_sensors_filter() {
     assert!(mem.threads().iter().any(|t| t.name == "worker-a"));
 }
 
+/// Threads std knows no name for (a C program's pthreads) are named as the program named them
+/// for the kernel, and unnamed ones, which carry the process's name, stay `thread-<id>`.
+#[test]
+fn threads_without_a_std_name_take_their_kernel_name() {
+    let _g = support::serial();
+    #[derive(Sensor)]
+    struct Ping {
+        n: u32,
+    }
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let process = std::fs::read_to_string("/proc/self/comm").unwrap();
+    for (n, kernel_name) in [(1, Some("solver-io")), (2, None)] {
+        let process = process.clone();
+        std::thread::Builder::new()
+            .spawn(move || {
+                // What pthread_setname_np does, without unsafe code; an unnamed thread is
+                // given the process's name, as a thread of a C program inherits it.
+                let name = kernel_name.map_or(process, str::to_owned);
+                std::fs::write("/proc/thread-self/comm", name).unwrap();
+                gyr::emit!(Ping { n });
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    rt.shutdown();
+    let names: Vec<String> = mem.threads().iter().map(|t| t.name.clone()).collect();
+    assert!(names.iter().any(|n| n == "solver-io"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("thread-")),
+        "the unnamed one: {names:?}"
+    );
+}
+
 /// Threads emitting from their thread-locals' destructors, before and after gyr's own buffer for
 /// the thread is destroyed, while others come and go: the sensor's fast path to that buffer
 /// (its address in the static TLS block) is closed before the buffer goes, so every event is
