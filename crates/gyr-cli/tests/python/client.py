@@ -24,6 +24,10 @@ def main():
             f"--python_out={out_dir}", f"--grpc_python_out={out_dir}", *protos]
     if protoc.main(args) != 0:
         sys.exit(f"cannot generate the stubs from {proto_dir}")
+    # The stubs' package is `gyr.v1`: made a regular package first on the path, so that the
+    # gyr Python package, when installed, does not hide it.
+    for package in ["gyr", "gyr/v1"]:
+        pathlib.Path(out_dir, package, "__init__.py").touch()
     sys.path.insert(0, out_dir)
     from gyr.v1 import common_pb2, events_pb2, service_pb2, service_pb2_grpc, steer_pb2
 
