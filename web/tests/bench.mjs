@@ -8,7 +8,7 @@
 //   rows (shift+wheel, vertical drags) and zooms out again, one input every 16 ms; then reads
 //   TL.perf: per tile drawn, ms from its bytes to drawn (parse and draw apart), ms from the
 //   request to drawn, and its bytes.
-import { chromium } from 'playwright-core';
+import { launch, newPage } from './browser.mjs';
 
 const [url, secondsArg, mode, pidArg, threadsArg] = process.argv.slice(2);
 const seconds = Number(secondsArg);
@@ -16,17 +16,9 @@ if (!url || !(seconds > 0) || (mode && mode !== '--timeline')) {
   console.error('usage: node bench.mjs URL SECONDS [--timeline PID THREADS]');
   process.exit(2);
 }
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-
-const browser = await chromium.launch({
-  executablePath,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
-  page.setDefaultTimeout(60000);
-  page.on('pageerror', (e) => { console.error(`page error: ${e.message}`); process.exit(1); });
+  const page = await newPage(browser, { exitOnError: true });
   await page.goto(url);
   await page.waitForSelector('nav .prog');
   const result = mode ? await timeline(page, Number(pidArg), Number(threadsArg)) : await charts(page);

@@ -2,26 +2,12 @@
 // against a hub that discovered it. Usage: node ffi.mjs URL SCREENSHOT_DIR
 // Sets heat.alpha, sees a refused value's error, runs the heat.reset actuator with an argument,
 // then stops the program with heat.stop; the Rust side checks the program's output and trace.
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
 
-const [url, shots] = process.argv.slice(2);
-if (!url || !shots) { console.error('usage: node ffi.mjs URL SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const started = Date.now();
-const step = (what) => console.log(`ffi: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, shots }, step, check } = script('ffi', ['url', 'shots']);
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
-  // A shared 2-core machine can be slow: the checks are about what happens, not how fast.
-  page.setDefaultTimeout(60000);
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const page = await newPage(browser, { height: 1000 });
 
   step('the page lists the C program and its steerable attributes');
   await page.goto(url);

@@ -2,25 +2,12 @@
 // program whose threads contend for a gyr::sync::Mutex. Usage: node lifetimes.mjs URL SHOTS
 // Checks that rows appear, that the wheel zooms and a drag pans, and that a click on a wait
 // names the mutex and the thread that released it; saves screenshots.
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
 
-const [url, shots] = process.argv.slice(2);
-if (!url || !shots) { console.error('usage: node lifetimes.mjs URL SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const started = Date.now();
-const step = (what) => console.log(`lifetimes: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, shots }, step, check } = script('lifetimes', ['url', 'shots']);
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
-  page.setDefaultTimeout(60000);
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const page = await newPage(browser, { height: 1000 });
 
   step('the program\'s threads appear as rows');
   await page.goto(url);

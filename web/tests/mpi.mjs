@@ -4,25 +4,12 @@
 // names a pair's bytes and messages, and late senders and late receivers; then that the
 // life-time view switches to the job's ranks, draws a row per rank with the MPI states and the
 // messages as arrows, and names the message that ended a receive; saves screenshots.
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
 
-const [url, pid, shots] = process.argv.slice(2);
-if (!url || !pid || !shots) { console.error('usage: node mpi.mjs URL PID SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const started = Date.now();
-const step = (what) => console.log(`mpi: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, pid, shots }, step, check } = script('mpi', ['url', 'pid', 'shots']);
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
-  page.setDefaultTimeout(60000);
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const page = await newPage(browser, { height: 1000 });
 
   step('selecting a rank shows the MPI panel');
   await page.goto(url);

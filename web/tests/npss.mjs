@@ -4,25 +4,12 @@
 // Prints "page ready" once the page is open (the test then starts the solver), and checks that
 // the divergence pops up as an alert, that the Alerts panel and the watch-dog's steering log show
 // the rule's restart, and that the spec's design points made gauges by themselves.
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
 
-const [url, shots] = process.argv.slice(2);
-if (!url || !shots) { console.error('usage: node npss.mjs URL SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const started = Date.now();
-const step = (what) => console.log(`npss: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, shots }, step, check } = script('npss', ['url', 'shots']);
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
-  page.setDefaultTimeout(90000);
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const page = await newPage(browser, { height: 1100, timeout: 90000 });
   await page.goto(url);
   await page.waitForSelector('#none');
   console.log('page ready');

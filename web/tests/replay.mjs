@@ -1,26 +1,12 @@
 // Browser tests of replay and token access, in headless Chromium, against a hub replaying a
 // recording and guarded by a steer token and a read token.
 // Usage: node web/tests/replay.mjs URL READ_TOKEN SCREENSHOT_DIR
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
 
-const [url, readToken, shots] = process.argv.slice(2);
-if (!url || !readToken || !shots) { console.error('usage: node replay.mjs URL READ_TOKEN SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-const started = Date.now();
-const step = (what) => console.log(`replay: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, readToken, shots }, step, check } = script('replay', ['url', 'readToken', 'shots']);
+const browser = await launch();
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
-  page.setDefaultTimeout(60000);
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const page = await newPage(browser, { height: 1100 });
 
   step('the guarded hub asks for a token, and refuses a wrong one');
   await page.goto(url);

@@ -1,30 +1,16 @@
 // Browser tests of the web UI, in headless Chromium (Debian's), against a running hub that
 // watches examples/nbody. Usage: node web/tests/ui.mjs URL SCREENSHOT_DIR
 // Exits non-zero with the failed check's message; saves screenshots of the main views.
-import { chromium } from 'playwright-core';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { launch, newPage, script } from './browser.mjs';
+import { writeFileSync } from 'node:fs';
 
-const [url, shots] = process.argv.slice(2);
-if (!url || !shots) { console.error('usage: node ui.mjs URL SCREENSHOT_DIR'); process.exit(2); }
-mkdirSync(shots, { recursive: true });
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-
-const started = Date.now();
-const step = (what) => console.log(`ui: ${((Date.now() - started) / 1000).toFixed(1)}s ${what}`);
-const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-const browser = await chromium.launch({
-  executablePath,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { args: { url, shots }, step, check } = script('ui', ['url', 'shots']);
+const browser = await launch();
 try {
-  const a = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
-  const b = await (await browser.newContext({ viewport: { width: 1400, height: 1100 } })).newPage();
   // A shared 2-core machine running the hub, three programs and two browsers can be slow:
   // the checks are about what happens, not how fast.
-  for (const p of [a, b]) p.setDefaultTimeout(60000);
-  a.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const a = await newPage(browser);
+  const b = await newPage(browser);
 
   step('the UI loads and lists the program');
   await a.goto(url);
