@@ -54,6 +54,33 @@ fn too_large() -> String {
     )
 }
 
+/// The text of the spec file at `path`: at most [`MAX_SPEC_BYTES`] read, whatever the file is
+/// (`/dev/zero` included), and refused unless it is UTF-8. Every kind of spec file (sensors
+/// here, the watch-dog's output specs) is read through it, with the same errors.
+pub fn read_spec_text(path: &Path) -> Result<String, SpecError> {
+    let fail = |message: String| SpecError {
+        path: Some(path.display().to_string()),
+        line_col: None,
+        message,
+    };
+    let file =
+        std::fs::File::open(path).map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
+    // Never more than the limit and one byte.
+    let mut bytes = Vec::new();
+    file.take(MAX_SPEC_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
+    if bytes.len() > MAX_SPEC_BYTES {
+        return Err(fail(too_large()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "the spec file is not UTF-8 text (byte {} is not): a spec is a TOML file",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// What kind of sensor a spec entry describes (Falcon's three kinds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SensorKind {
@@ -182,28 +209,7 @@ impl Spec {
     /// Reads and parses the spec file at `path`, refusing one longer than [`MAX_SPEC_BYTES`].
     pub fn load(path: impl AsRef<Path>) -> Result<Spec, SpecError> {
         let path = path.as_ref();
-        let shown = path.display().to_string();
-        let fail = |message: String| SpecError {
-            path: Some(shown.clone()),
-            line_col: None,
-            message,
-        };
-        let file = std::fs::File::open(path)
-            .map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
-        // Never more than the limit and one byte, whatever the file is.
-        let mut bytes = Vec::new();
-        file.take(MAX_SPEC_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
-        if bytes.len() > MAX_SPEC_BYTES {
-            return Err(fail(too_large()));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            fail(format!(
-                "the spec file is not UTF-8 text (byte {} is not): a spec is a TOML file",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
+        let text = read_spec_text(path)?;
         Spec::parse(&text).map_err(|e| SpecError {
             path: Some(path.display().to_string()),
             ..e

@@ -78,13 +78,12 @@ use gyr_core::{Field, FieldType};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The largest spec read, in bytes (1 MiB).
-pub const MAX_SPEC_BYTES: usize = 1 << 20;
+pub const MAX_SPEC_BYTES: usize = gyr_core::spec::MAX_SPEC_BYTES;
 /// The most event types a spec defines.
 pub const MAX_EVENTS: usize = 256;
 /// The most fields an event type has.
@@ -611,29 +610,9 @@ impl Spec {
     /// Reads and parses the spec at `path` (at most [`MAX_SPEC_BYTES`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Spec, SpecError> {
         let path = path.as_ref();
-        let shown = path.display().to_string();
-        let fail = |message: String| SpecError {
-            path: Some(shown.clone()),
-            line_col: None,
-            message,
-        };
-        let file = std::fs::File::open(path)
-            .map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
-        let mut bytes = Vec::new();
-        file.take(MAX_SPEC_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| fail(format!("cannot read the spec file: {e}")))?;
-        if bytes.len() > MAX_SPEC_BYTES {
-            return Err(fail(too_large()));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            fail(format!(
-                "the spec file is not UTF-8 text (byte {} is not): a spec is a TOML file",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
+        let text = gyr_core::spec::read_spec_text(path)?;
         Spec::parse(&text).map_err(|e| SpecError {
-            path: Some(shown.clone()),
+            path: Some(path.display().to_string()),
             ..e
         })
     }
