@@ -1,8 +1,9 @@
 //! `GET /metrics` as Prometheus scrapes it: the read token (as a bearer token or the `token`
 //! parameter) is asked for where the hub has tokens, the `Host` is checked as for every
 //! request, and the text is strictly the exposition format (checked line by line here, and by
-//! `promtool check metrics` when Prometheus's tool is installed), with the counts of what the
-//! hub took in and label values escaped.
+//! `promtool check metrics` when Prometheus's tool is installed, and scraped by Prometheus itself
+//! with the README's configuration), with the counts of what the hub took in and label values
+//! escaped.
 
 mod common;
 
@@ -341,4 +342,89 @@ fn the_format_checker_finds_what_it_should() {
             "{bad:?} passed"
         );
     }
+}
+
+/// Prometheus itself, where it is installed, scrapes the hub with the README's configuration
+/// (the read token from a credentials file): the target is up and its series are queryable,
+/// with the program's escaped command name intact.
+#[test]
+fn prometheus_scrapes_the_hub_with_the_read_token() {
+    if std::process::Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("prometheus not run (not installed): /metrics was checked by the test above");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hub = gyr_hub::Hub::start(gyr_hub::HubConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        discover: false,
+        token: Some(TOKEN.into()),
+        read_token: Some(READ.into()),
+        replay: vec![trace(dir.path())],
+        ..Default::default()
+    })
+    .unwrap();
+    let token_file = dir.path().join("gyr-read-token");
+    std::fs::write(&token_file, READ).unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gyr\n    \
+             static_configs:\n      - targets: [\"{}\"]\n    authorization:\n      \
+             credentials_file: {}\n",
+            hub.addr(),
+            token_file.display()
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let child = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={port}"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prometheus = Kill(child);
+    // An instant query's samples, once Prometheus answers and has them.
+    let query = |q: &str| -> Option<Vec<serde_json::Value>> {
+        // Not listening yet: asked again.
+        drop(TcpStream::connect(port).ok()?);
+        let (status, body) = get(port, &format!("/api/v1/query?query={q}"), &[]);
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let result = v["data"]["result"].as_array()?.clone();
+        (status == 200 && !result.is_empty()).then_some(result)
+    };
+    let up = wait_for("Prometheus to scrape the hub", || {
+        query("up%7Bjob%3D%22gyr%22%7D").filter(|r| r[0]["value"][1] == "1")
+    });
+    assert_eq!(up.len(), 1, "{up:?}");
+    let received = wait_for("the replay's 50 events in Prometheus", || {
+        query("gyr_program_events_received_total").filter(|r| r[0]["value"][1] == "50")
+    });
+    assert_eq!(
+        received[0]["metric"]["command"], "we\"ird\\na\nme",
+        "{received:?}"
+    );
+    assert_eq!(received[0]["metric"]["program"], "4321");
 }
