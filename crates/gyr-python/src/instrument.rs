@@ -887,16 +887,26 @@ fn function(
 }
 
 /// A synch point called `name`: queued actuators run here, a paused program waits here, and
-/// every object's values are exchanged with its attributes. The GIL is released meanwhile.
+/// every object's values are exchanged with its attributes. The GIL is released meanwhile; a
+/// signal (Ctrl-C) while paused resumes the program and raises here, as in any blocking call.
 #[pyfunction]
-fn sync_point(py: Python<'_>, name: &str) {
+fn sync_point(py: Python<'_>, name: &str) -> PyResult<()> {
+    let mut signal = None;
     py.detach(|| {
-        steer::sync_point(name);
+        let interrupted = steer::sync_point_interruptible(name, || {
+            Python::attach(|py| py.check_signals())
+                .map_err(|e| signal = Some(e))
+                .is_err()
+        });
+        if interrupted {
+            return;
+        }
         let objects: Vec<Arc<ObjectState>> = lock(&OBJECTS).clone();
         for o in objects {
             o.sync();
         }
     });
+    signal.map_or(Ok(()), Err)
 }
 
 /// A rules file running in the program's steering thread (`load_rules`).

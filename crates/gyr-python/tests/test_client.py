@@ -1,6 +1,7 @@
 """The API client: a Python program instrumented with gyr, steered from the test by
 `gyr.connect` and by the `gyr` command, and the errors a user meets."""
 
+import signal
 import subprocess
 
 import pytest
@@ -87,6 +88,17 @@ def test_pause_step_and_resume(program):
         c.resume()
         phases(sub, "while-paused")
     assert c.status()["state"] == "running"
+
+
+def test_ctrl_c_reaches_a_program_paused_at_its_synch_point(program):
+    c = gyr.connect(program.pid)
+    c.pause()
+    assert c.wait_paused()["at"] == "step"
+    program.proc.send_signal(signal.SIGINT)
+    # Python's own KeyboardInterrupt, raised from inside gyr.sync_point, ends the program.
+    out, err = program.proc.communicate(timeout=15)
+    assert program.proc.returncode != 0, out
+    assert "KeyboardInterrupt" in err and "sync_point" in err, err
 
 
 def test_the_gyr_command_steers_the_python_program(program, gyr_bin):

@@ -388,6 +388,36 @@ fn pause_step_and_run_until_act_at_synch_points() {
     );
 }
 
+/// A stall the caller gives up (Python's Ctrl-C): the program resumes, and the log says who
+/// resumed it; a synch point that does not stall never asks.
+#[test]
+fn an_interrupted_stall_resumes_the_program() {
+    let _g = support::serial();
+    let asked = Arc::new(AtomicU64::new(0));
+    assert!(!steer::sync_point_interruptible("free", || {
+        asked.fetch_add(1, Ordering::Relaxed);
+        true
+    }));
+    assert_eq!(asked.load(Ordering::Relaxed), 0, "not paused: never asked");
+    let give_up = Arc::new(AtomicBool::new(false));
+    let (a2, g2) = (asked.clone(), give_up.clone());
+    steer::pause(&who());
+    let program = std::thread::spawn(move || {
+        steer::sync_point_interruptible("step", || {
+            a2.fetch_add(1, Ordering::Relaxed);
+            g2.load(Ordering::Relaxed)
+        })
+    });
+    wait_for("the pause", || {
+        matches!(steer::state(), RunState::Paused { .. }) && asked.load(Ordering::Relaxed) > 1
+    });
+    give_up.store(true, Ordering::Relaxed);
+    assert!(program.join().unwrap(), "the stall was given up");
+    assert_eq!(steer::state(), RunState::Running);
+    let last = steer::log::entries(0).last().map(|e| e.action.to_string());
+    assert_eq!(last.as_deref(), Some("resume"));
+}
+
 #[test]
 fn textual_conditions_compare_attributes_joined_by_and_or() {
     let _g = support::serial();

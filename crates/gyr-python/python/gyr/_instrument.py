@@ -334,7 +334,10 @@ def function(
 
 def sync_point(name: str = "main") -> None:
     """A synch point: queued actuators run here, a paused program waits here (other Python
-    threads go on), and every :class:`Object`'s values are exchanged with its attributes."""
+    threads go on), and every :class:`Object`'s values are exchanged with its attributes.
+
+    A signal while paused (Ctrl-C, a notebook's interrupt) resumes the program and raises here,
+    as in any blocking call."""
     _gyr.sync_point(name)
 
 

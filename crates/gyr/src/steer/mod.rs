@@ -62,7 +62,7 @@ pub use object::{
 pub use param::{PARAM_ATTRIBUTE, Param, ParamBuilder};
 pub use synch::{
     Pending, RunState, pause, resume, run_until, run_until_condition, state, step, sync_point,
-    synch_point_counts,
+    sync_point_interruptible, synch_point_counts,
 };
 pub use value::{AttrInfo, AttrType, AttrValue, ScalarKind};
 

@@ -16,7 +16,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bit of [`ATTENTION`]: actuations are queued.
 const QUEUED: u32 = 1;
@@ -79,13 +79,25 @@ fn update_attention(c: &Control) {
 #[inline]
 pub fn sync_point(name: &str) {
     if ATTENTION.load(Ordering::Relaxed) != 0 {
-        reached(name);
+        reached(name, &mut || false);
     }
 }
 
+/// How often a stalled [`sync_point_interruptible`] asks whether to give up the stall.
+const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
+
+/// As [`sync_point`], for a caller that must be able to leave a stall: while the program is
+/// paused here, `interrupted` is asked about every 50 ms, without gyr's locks held (it may
+/// take the caller's own, such as Python's GIL to see a Ctrl-C); when it answers true the
+/// program resumes, logged as resumed by the program, and this returns true.
+pub fn sync_point_interruptible(name: &str, mut interrupted: impl FnMut() -> bool) -> bool {
+    ATTENTION.load(Ordering::Relaxed) != 0 && reached(name, &mut interrupted)
+}
+
+/// Whether `interrupted` ended a stall.
 #[cold]
 #[inline(never)]
-fn reached(name: &str) {
+fn reached(name: &str, interrupted: &mut dyn FnMut() -> bool) -> bool {
     run_queued();
     let mut guard = control();
     let c = guard.get_or_insert_with(Control::default);
@@ -131,6 +143,7 @@ fn reached(name: &str) {
         }
         update_attention(c);
         // Stall; wake regularly to run actuators queued while paused.
+        let mut asked = Instant::now();
         while guard.as_ref().is_some_and(|c| c.paused) {
             guard = WAKE
                 .wait_timeout(guard, Duration::from_millis(5))
@@ -141,13 +154,27 @@ fn reached(name: &str) {
                 run_queued();
                 guard = control();
             }
+            if asked.elapsed() >= INTERRUPT_CHECK {
+                drop(guard);
+                if interrupted() {
+                    resume(&Who::program());
+                    let mut guard = control();
+                    let c = guard.get_or_insert_with(Control::default);
+                    c.paused_at = None;
+                    update_attention(c);
+                    return true;
+                }
+                asked = Instant::now();
+                guard = control();
+            }
         }
         let c = guard.get_or_insert_with(Control::default);
         c.paused_at = None;
         update_attention(c);
-        return;
+        return false;
     }
     update_attention(c);
+    false
 }
 
 /// Runs every queued actuation on this thread.
