@@ -55,6 +55,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+thread_local! {
+    /// Whether this thread has given gyr its name from `threading`.
+    static NAMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Gives gyr the calling thread's `threading` name (`MainThread`, `Thread-2 (worker)`, or the
+/// program's own) before the thread's first record, so that the views name Python's threads as
+/// Python does; called where a thread may record first.
+#[inline]
+fn name_thread(py: Python<'_>) {
+    if NAMED.with(std::cell::Cell::get) {
+        return;
+    }
+    NAMED.with(|n| n.set(true));
+    let name = py
+        .import("threading")
+        .and_then(|t| t.call_method0("current_thread"))
+        .and_then(|t| t.getattr("name"))
+        .and_then(|n| n.extract::<String>());
+    if let Ok(name) = name {
+        gyr::thread::set_name(&name);
+    }
+}
+
 /// Starts gyr's runtime as a Rust program's `gyr::init` does: configured by the `GYR_*`
 /// environment variables, and by the arguments given, which take precedence. Calling it
 /// again while it runs changes nothing. Returns where the program is served.
@@ -71,6 +95,7 @@ fn init<'py>(
     hub_token: Option<String>,
     rules: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    name_thread(py);
     let listen = listen
         .map(|a| {
             a.parse::<std::net::SocketAddr>().map_err(|_| {
@@ -352,6 +377,7 @@ impl Sensor {
         if !self.sensor.is_on() {
             return Ok(());
         }
+        name_thread(args.py());
         if args.len() != self.types.len() {
             return Err(invalid(format!(
                 "{} takes {} fields ({}), {} given",
@@ -492,6 +518,7 @@ impl Span {
     }
 
     fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {
+        name_thread(slf.py());
         let name = slf.name;
         slf.open.push(gyr::span::Span::enter(name));
         slf
@@ -850,6 +877,7 @@ impl Object {
 
     /// Exchanges this object's values with its attributes without a synch point.
     fn sync(&self, py: Python<'_>) {
+        name_thread(py);
         let state = self.state.clone();
         py.detach(move || state.sync());
     }
@@ -891,6 +919,7 @@ fn function(
 /// signal (Ctrl-C) while paused resumes the program and raises here, as in any blocking call.
 #[pyfunction]
 fn sync_point(py: Python<'_>, name: &str) -> PyResult<()> {
+    name_thread(py);
     let mut signal = None;
     py.detach(|| {
         let interrupted = steer::sync_point_interruptible(name, || {
@@ -1054,14 +1083,16 @@ fn msg_init(job: &str, rank: u32, size: u32) {
 /// Records that a message of `nbytes` bytes to rank `peer` begins to leave.
 #[pyfunction]
 #[pyo3(signature = (peer, tag, nbytes, comm=0))]
-fn msg_send(peer: u32, tag: i32, nbytes: u64, comm: u64) {
+fn msg_send(py: Python<'_>, peer: u32, tag: i32, nbytes: u64, comm: u64) {
+    name_thread(py);
     gyr::msg::send_on(comm, peer, tag, nbytes);
 }
 
 /// Records that a message of `nbytes` bytes from rank `peer` has arrived.
 #[pyfunction]
 #[pyo3(signature = (peer, tag, nbytes, comm=0))]
-fn msg_recv(peer: u32, tag: i32, nbytes: u64, comm: u64) {
+fn msg_recv(py: Python<'_>, peer: u32, tag: i32, nbytes: u64, comm: u64) {
+    name_thread(py);
     gyr::msg::recv_on(comm, peer, tag, nbytes);
 }
 

@@ -213,3 +213,33 @@ def test_a_rules_file_actuates_a_python_function(runtime, tmp_path):
     bad.write_text("[[rule]]\nname = \n")
     with pytest.raises(gyr.InvalidValueError, match="bad.toml"):
         gyr.load_rules(bad)
+
+
+THREADS = """
+import sys, threading
+import gyr
+gyr.init(trace=sys.argv[1], serve=False)
+s = gyr.Sensor("py.ping", n="u32")
+s.emit(0)
+def work(n):
+    s.emit(n)
+workers = [threading.Thread(target=work, args=(1,), name="reader-7"), threading.Thread(target=work, args=(2,))]
+for w in workers:
+    w.start()
+    w.join()
+gyr.shutdown()
+"""
+
+
+def test_threads_are_named_as_threading_names_them(tmp_path):
+    import sys
+
+    trace = tmp_path / "threads.gyr"
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS)
+    subprocess.run([sys.executable, str(script), str(trace)], check=True, capture_output=True, timeout=60)
+    table = gyr.read_trace(trace, events=["py.ping"])["py.ping"].to_pandas()
+    names = dict(zip(table["n"], table["thread_name"]))
+    assert names[0] == "MainThread", names
+    assert names[1] == "reader-7", names
+    assert names[2].startswith("Thread-") and "(work)" in names[2], names

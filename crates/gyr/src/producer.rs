@@ -59,6 +59,26 @@ thread_local! {
     static LOCAL: Local = const { Local(RefCell::new(None)) };
     /// The id this thread's parent reserved for it, with the runtime's epoch.
     static RESERVED: Cell<Option<ReservedThread>> = const { Cell::new(None) };
+    /// The name the program gave this thread before its first record ([`name_thread`]).
+    static NAME: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Names the calling thread for the next runtime it attaches to (its first record there
+/// carries the name); returns whether that is still to come in the running runtime.
+pub(crate) fn name_thread(name: &str) -> bool {
+    if NAME
+        .try_with(|n| *n.borrow_mut() = Some(name.to_owned()))
+        .is_err()
+    {
+        return false;
+    }
+    let running = state::current().map(|s| s.epoch);
+    LOCAL
+        .try_with(|l| {
+            l.0.try_borrow()
+                .is_ok_and(|b| b.as_ref().is_none_or(|b| Some(b.epoch) != running))
+        })
+        .unwrap_or(false)
 }
 
 /// A thread id reserved for a thread about to be created (see [`reserve_thread`]).
@@ -310,7 +330,8 @@ fn attach(slot: &mut Option<ThreadBuffer>, epoch: u64) -> Option<&mut ThreadBuff
         .flatten()
         .filter(|r| r.epoch == epoch)
         .map(|r| r.id);
-    let entry = shared.register_thread(reserved);
+    let name = NAME.try_with(|n| n.borrow_mut().take()).ok().flatten();
+    let entry = shared.register_thread(reserved, name);
     let policy = shared.config.policy;
     let producer = entry.ring.producer();
     *slot = Some(ThreadBuffer {

@@ -158,14 +158,14 @@ pub(crate) fn os_tid() -> u64 {
 impl Shared {
     /// Gives the calling thread a ring, assigned to the least-loaded monitor (Falcon).
     /// `id` is the one reserved for the thread when it was forked ([`Shared::reserve_thread`]),
-    /// if it was.
-    pub(crate) fn register_thread(&self, id: Option<u64>) -> Arc<RingEntry> {
+    /// if it was; `name` the one the program gave it ([`crate::thread::set_name`]), if any,
+    /// which goes before std's.
+    pub(crate) fn register_thread(&self, id: Option<u64>, name: Option<String>) -> Arc<RingEntry> {
         let id = id.unwrap_or_else(|| self.reserve_thread());
         let thread = std::thread::current();
         let os_tid = os_tid();
-        let name = thread
-            .name()
-            .map(str::to_owned)
+        let name = name
+            .or_else(|| thread.name().map(str::to_owned))
             .unwrap_or_else(|| foreign_thread_name(id, os_tid));
         let monitor = self.least_loaded();
         let entry = Arc::new(RingEntry {

@@ -390,6 +390,39 @@ fn threads_without_a_std_name_take_their_kernel_name() {
     );
 }
 
+/// A name set through `gyr::thread::set_name` before a thread's first record is the one its
+/// records carry (before std's); set after it, it is refused and the thread keeps its name.
+#[test]
+fn a_thread_named_before_its_first_record_carries_that_name() {
+    let _g = support::serial();
+    #[derive(Sensor)]
+    struct Ping {
+        n: u32,
+    }
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let (early, late) = std::thread::Builder::new()
+        .name("std-name".into())
+        .spawn(|| {
+            let early = gyr::thread::set_name("Thread-1 (worker)");
+            gyr::emit!(Ping { n: 1 });
+            let late = gyr::thread::set_name("too late");
+            gyr::emit!(Ping { n: 2 });
+            (early, late)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    rt.shutdown();
+    assert!(early && !late, "{early} {late}");
+    let names: Vec<String> = mem.threads().iter().map(|t| t.name.clone()).collect();
+    assert!(names.iter().any(|n| n == "Thread-1 (worker)"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "std-name" || n == "too late"),
+        "{names:?}"
+    );
+}
+
 /// Threads emitting from their thread-locals' destructors, before and after gyr's own buffer for
 /// the thread is destroyed, while others come and go: the sensor's fast path to that buffer
 /// (its address in the static TLS block) is closed before the buffer goes, so every event is
