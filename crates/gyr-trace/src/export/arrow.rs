@@ -422,10 +422,7 @@ impl Columns {
         if self.rows == 0 {
             return Ok(None);
         }
-        fn take<T: Copy>(v: &mut Vec<T>) -> ScalarBuffer<T>
-        where
-            T: arrow_buffer::ArrowNativeType,
-        {
+        fn take<T: arrow_buffer::ArrowNativeType>(v: &mut Vec<T>) -> ScalarBuffer<T> {
             let cap = v.len();
             ScalarBuffer::from(std::mem::replace(v, Vec::with_capacity(cap)))
         }
