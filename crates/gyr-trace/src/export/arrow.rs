@@ -1,7 +1,7 @@
 //! Tables as Arrow record batches (feature `arrow`): the one conversion of records into the
 //! typed Arrow columns of [`super::table`], shared by the Parquet export ([`super::parquet`])
 //! and by readers that keep the tables in memory ([`super::arrow_tables`], the Python package's
-//! `gyr.read_trace`). [`Columns`] builds them straight from the payload layout, without a value
+//! `gyr.read_trace`). `Columns` builds them straight from the payload layout, without a value
 //! passing through a generic cell: a reader of millions of events a second spends its time
 //! here.
 //!
