@@ -1,22 +1,25 @@
-//! Tables as Arrow record batches (feature `arrow`): the one conversion of [`super::table`]'s
-//! rows into typed Arrow columns, shared by the Parquet export ([`super::parquet`]) and by
-//! readers that keep the tables in memory ([`super::arrow_tables`], the Python package's
-//! `gyr.read_trace`).
+//! Tables as Arrow record batches (feature `arrow`): the one conversion of records into the
+//! typed Arrow columns of [`super::table`], shared by the Parquet export ([`super::parquet`])
+//! and by readers that keep the tables in memory ([`super::arrow_tables`], the Python package's
+//! `gyr.read_trace`). `Columns` builds them straight from the payload layout, without a value
+//! passing through a generic cell: a reader of millions of events a second spends its time
+//! here.
 //!
 //! Columns keep gyr's types: `i8` .. `u64` as Arrow integers of that width and signedness,
 //! `f32`, `f64`, `bool`, strings as `Utf8`, bytes as `Binary`, and the wall-clock time as
 //! `Timestamp(Nanosecond, "UTC")`. Every column is nullable (a wall-clock time or a thread name
 //! may be unknown).
 
-use super::table::{Cell, Column, ColumnType, TableSink};
-use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int8Builder, Int16Builder,
-    Int32Builder, Int64Builder, StringBuilder, TimestampNanosecondBuilder, UInt8Builder,
-    UInt16Builder, UInt32Builder, UInt64Builder,
+use super::table::{Column, ColumnType, Fixed, TableSink};
+use arrow_array::builder::{BooleanBufferBuilder, NullBufferBuilder};
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, TimestampNanosecondType,
+    UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BinaryArray, BooleanArray, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use gyr_core::schema::ScalarType;
+use gyr_core::schema::{FieldType, ScalarType};
 use std::io;
 use std::sync::Arc;
 
@@ -24,113 +27,444 @@ use std::sync::Arc;
 /// small enough that a batch stays in the caches while it is built.
 pub const MEMORY_BATCH_ROWS: usize = 1 << 16;
 
-/// One column being gathered.
-#[derive(Debug)]
-pub(crate) enum Builder {
-    I8(Int8Builder),
-    I16(Int16Builder),
-    I32(Int32Builder),
-    I64(Int64Builder),
-    U8(UInt8Builder),
-    U16(UInt16Builder),
-    U32(UInt32Builder),
-    U64(UInt64Builder),
-    F32(Float32Builder),
-    F64(Float64Builder),
-    Bool(BooleanBuilder),
-    Str(StringBuilder),
-    Bytes(BinaryBuilder),
-    Wall(TimestampNanosecondBuilder),
+/// Bytes of one string or bytes column at which its batch is closed early, whatever its rows:
+/// Arrow's `i32` offsets must stay below 2 GiB, and a record adds at most 1 GiB
+/// (`gyr_core::trace::MAX_CHUNK_PAYLOAD`).
+const BATCH_VALUE_BYTES: usize = 1 << 30;
+
+fn arrow_error(e: arrow_schema::ArrowError) -> io::Error {
+    io::Error::other(format!("Arrow: {e}"))
 }
 
-impl Builder {
-    pub(crate) fn new(ty: ColumnType) -> Self {
+/// Strings or bytes being gathered: Arrow's offsets and values.
+#[derive(Debug)]
+struct Var {
+    offsets: Vec<i32>,
+    values: Vec<u8>,
+}
+
+impl Var {
+    fn new() -> Self {
+        Var {
+            offsets: vec![0],
+            values: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, v: &[u8]) {
+        self.values.extend_from_slice(v);
+        // Below 2 GiB: the batch closes at `BATCH_VALUE_BYTES`.
+        self.offsets.push(self.values.len() as i32);
+    }
+
+    fn push_empty(&mut self) {
+        self.offsets.push(self.values.len() as i32);
+    }
+
+    /// The offsets and values gathered; empty again, with room for as many.
+    fn take(&mut self) -> (OffsetBuffer<i32>, Buffer) {
+        let rows = self.offsets.len();
+        let bytes = self.values.len();
+        let offsets = std::mem::replace(&mut self.offsets, Vec::with_capacity(rows));
+        self.offsets.push(0);
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(bytes));
+        (
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Buffer::from_vec(values),
+        )
+    }
+}
+
+/// One payload column's values being gathered, typed as the column.
+#[derive(Debug)]
+enum Values {
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Bool(BooleanBufferBuilder),
+    Str(Var),
+    Bytes(Var),
+    /// A scalar type of a later gyr: a column of nulls, counted.
+    Unknown(usize),
+}
+
+/// `N` bytes of `p` at `at`, which the record's check has found in it.
+#[inline(always)]
+fn le<const N: usize>(p: &[u8], at: usize) -> [u8; N] {
+    p.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or([0; N])
+}
+
+impl Values {
+    fn new(ty: ColumnType) -> Self {
         match ty {
             ColumnType::Scalar(s) => match s {
-                ScalarType::I8 => Builder::I8(Int8Builder::new()),
-                ScalarType::I16 => Builder::I16(Int16Builder::new()),
-                ScalarType::I32 => Builder::I32(Int32Builder::new()),
-                ScalarType::I64 => Builder::I64(Int64Builder::new()),
-                ScalarType::U8 => Builder::U8(UInt8Builder::new()),
-                ScalarType::U16 => Builder::U16(UInt16Builder::new()),
-                ScalarType::U32 => Builder::U32(UInt32Builder::new()),
-                ScalarType::U64 => Builder::U64(UInt64Builder::new()),
-                ScalarType::F32 => Builder::F32(Float32Builder::new()),
-                ScalarType::F64 => Builder::F64(Float64Builder::new()),
-                ScalarType::Bool => Builder::Bool(BooleanBuilder::new()),
-                // A type of a later gyr: its cells are null.
-                _ => Builder::Bytes(BinaryBuilder::new()),
+                ScalarType::I8 => Values::I8(Vec::new()),
+                ScalarType::I16 => Values::I16(Vec::new()),
+                ScalarType::I32 => Values::I32(Vec::new()),
+                ScalarType::I64 => Values::I64(Vec::new()),
+                ScalarType::U8 => Values::U8(Vec::new()),
+                ScalarType::U16 => Values::U16(Vec::new()),
+                ScalarType::U32 => Values::U32(Vec::new()),
+                ScalarType::U64 => Values::U64(Vec::new()),
+                ScalarType::F32 => Values::F32(Vec::new()),
+                ScalarType::F64 => Values::F64(Vec::new()),
+                ScalarType::Bool => Values::Bool(BooleanBufferBuilder::new(0)),
+                _ => Values::Unknown(0),
             },
-            ColumnType::Str => Builder::Str(StringBuilder::new()),
-            ColumnType::Bytes => Builder::Bytes(BinaryBuilder::new()),
-            ColumnType::WallTime => {
-                Builder::Wall(TimestampNanosecondBuilder::new().with_timezone("UTC"))
+            ColumnType::Str => Values::Str(Var::new()),
+            // A wall-clock time is never a payload field's column.
+            ColumnType::Bytes | ColumnType::WallTime => Values::Bytes(Var::new()),
+        }
+    }
+
+    /// Appends the value at `at` in `p`: a scalar, or a string's or bytes' `u32` length and
+    /// bytes. The record's check has found it there (and a string's bytes UTF-8).
+    #[inline(always)]
+    fn push(&mut self, p: &[u8], at: usize) {
+        match self {
+            Values::I8(v) => v.push(i8::from_le_bytes(le(p, at))),
+            Values::I16(v) => v.push(i16::from_le_bytes(le(p, at))),
+            Values::I32(v) => v.push(i32::from_le_bytes(le(p, at))),
+            Values::I64(v) => v.push(i64::from_le_bytes(le(p, at))),
+            Values::U8(v) => v.push(p.get(at).copied().unwrap_or(0)),
+            Values::U16(v) => v.push(u16::from_le_bytes(le(p, at))),
+            Values::U32(v) => v.push(u32::from_le_bytes(le(p, at))),
+            Values::U64(v) => v.push(u64::from_le_bytes(le(p, at))),
+            Values::F32(v) => v.push(f32::from_le_bytes(le(p, at))),
+            Values::F64(v) => v.push(f64::from_le_bytes(le(p, at))),
+            Values::Bool(v) => v.append(p.get(at).is_some_and(|&b| b != 0)),
+            Values::Str(v) | Values::Bytes(v) => {
+                let len = u32::from_le_bytes(le(p, at)) as usize;
+                match p.get(at + 4..at + 4 + len) {
+                    Some(b) => v.push(b),
+                    None => v.push_empty(),
+                }
+            }
+            Values::Unknown(n) => *n += 1,
+        }
+    }
+
+    fn value_bytes(&self) -> usize {
+        match self {
+            Values::Str(v) | Values::Bytes(v) => v.values.len(),
+            _ => 0,
+        }
+    }
+
+    /// The column gathered so far, as an array of `rows` values; empty again.
+    fn finish(&mut self) -> io::Result<ArrayRef> {
+        fn take<T: Copy>(v: &mut Vec<T>) -> Vec<T> {
+            let cap = v.len();
+            std::mem::replace(v, Vec::with_capacity(cap))
+        }
+        fn prim<T: arrow_array::ArrowPrimitiveType>(v: Vec<T::Native>) -> ArrayRef {
+            Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), None))
+        }
+        Ok(match self {
+            Values::I8(v) => prim::<Int8Type>(take(v)),
+            Values::I16(v) => prim::<Int16Type>(take(v)),
+            Values::I32(v) => prim::<Int32Type>(take(v)),
+            Values::I64(v) => prim::<Int64Type>(take(v)),
+            Values::U8(v) => prim::<UInt8Type>(take(v)),
+            Values::U16(v) => prim::<UInt16Type>(take(v)),
+            Values::U32(v) => prim::<UInt32Type>(take(v)),
+            Values::U64(v) => prim::<UInt64Type>(take(v)),
+            Values::F32(v) => prim::<Float32Type>(take(v)),
+            Values::F64(v) => prim::<Float64Type>(take(v)),
+            Values::Bool(v) => Arc::new(BooleanArray::new(v.finish(), None)),
+            Values::Str(v) => {
+                let (offsets, values) = v.take();
+                Arc::new(StringArray::try_new(offsets, values, None).map_err(arrow_error)?)
+            }
+            Values::Bytes(v) => {
+                let (offsets, values) = v.take();
+                Arc::new(BinaryArray::try_new(offsets, values, None).map_err(arrow_error)?)
+            }
+            Values::Unknown(n) => Arc::new(BinaryArray::new_null(std::mem::take(n))),
+        })
+    }
+}
+
+/// Where a payload column's value lies: in field `field`, `at` bytes from the field's start.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    field: usize,
+    at: usize,
+}
+
+/// How a payload of one event type is laid out, worked out once per table.
+#[derive(Debug)]
+struct Layout {
+    /// Each field's type.
+    fields: Vec<FieldType>,
+    /// Where each field starts when every field has a fixed size (then `starts` never
+    /// changes), with the bytes the payload needs; `None` when a string or bytes field moves
+    /// the fields after it.
+    fixed_size: Option<usize>,
+    /// A field of a type of a later gyr: no record of this type matches.
+    unknown_field: bool,
+    /// The payload columns' places, in column order.
+    slots: Vec<Slot>,
+}
+
+impl Layout {
+    fn new(schema: &gyr_core::schema::Schema) -> Self {
+        let mut slots = Vec::new();
+        let mut size = Some(0usize);
+        let mut unknown_field = false;
+        for (i, f) in schema.fields.iter().enumerate() {
+            match f.ty {
+                FieldType::Scalar(s) => {
+                    slots.push(Slot { field: i, at: 0 });
+                    size = size.map(|n| n + s.size());
+                }
+                FieldType::Array(s, n) => {
+                    for k in 0..n as usize {
+                        slots.push(Slot {
+                            field: i,
+                            at: k * s.size(),
+                        });
+                    }
+                    size = size.map(|z| z + s.size() * n as usize);
+                }
+                FieldType::Str | FieldType::Bytes => {
+                    slots.push(Slot { field: i, at: 0 });
+                    size = None;
+                }
+                _ => {
+                    slots.push(Slot { field: i, at: 0 });
+                    unknown_field = true;
+                }
             }
         }
-    }
-
-    /// Appends `c`; the table writer gives each column cells of its own type (or null).
-    pub(crate) fn push(&mut self, c: &Cell<'_>) {
-        let int = |c: &Cell<'_>| match *c {
-            Cell::Int(v) => Some(v),
-            Cell::UInt(v) => Some(v as i64),
-            _ => None,
-        };
-        let uint = |c: &Cell<'_>| match *c {
-            Cell::UInt(v) => Some(v),
-            Cell::Int(v) => Some(v as u64),
-            _ => None,
-        };
-        match self {
-            Builder::I8(b) => b.append_option(int(c).map(|v| v as i8)),
-            Builder::I16(b) => b.append_option(int(c).map(|v| v as i16)),
-            Builder::I32(b) => b.append_option(int(c).map(|v| v as i32)),
-            Builder::I64(b) => b.append_option(int(c)),
-            Builder::U8(b) => b.append_option(uint(c).map(|v| v as u8)),
-            Builder::U16(b) => b.append_option(uint(c).map(|v| v as u16)),
-            Builder::U32(b) => b.append_option(uint(c).map(|v| v as u32)),
-            Builder::U64(b) => b.append_option(uint(c)),
-            Builder::F32(b) => b.append_option(match *c {
-                Cell::Float(v) => Some(v as f32),
-                _ => None,
-            }),
-            Builder::F64(b) => b.append_option(match *c {
-                Cell::Float(v) => Some(v),
-                _ => None,
-            }),
-            Builder::Bool(b) => b.append_option(match *c {
-                Cell::Bool(v) => Some(v),
-                _ => None,
-            }),
-            Builder::Str(b) => b.append_option(match *c {
-                Cell::Str(v) => Some(v),
-                _ => None,
-            }),
-            Builder::Bytes(b) => b.append_option(match *c {
-                Cell::Bytes(v) => Some(v),
-                _ => None,
-            }),
-            Builder::Wall(b) => b.append_option(uint(c).map(|v| v as i64)),
+        Layout {
+            fields: schema.fields.iter().map(|f| f.ty).collect(),
+            fixed_size: size,
+            unknown_field,
+            slots,
         }
     }
 
-    pub(crate) fn finish(&mut self) -> ArrayRef {
-        match self {
-            Builder::I8(b) => Arc::new(b.finish()),
-            Builder::I16(b) => Arc::new(b.finish()),
-            Builder::I32(b) => Arc::new(b.finish()),
-            Builder::I64(b) => Arc::new(b.finish()),
-            Builder::U8(b) => Arc::new(b.finish()),
-            Builder::U16(b) => Arc::new(b.finish()),
-            Builder::U32(b) => Arc::new(b.finish()),
-            Builder::U64(b) => Arc::new(b.finish()),
-            Builder::F32(b) => Arc::new(b.finish()),
-            Builder::F64(b) => Arc::new(b.finish()),
-            Builder::Bool(b) => Arc::new(b.finish()),
-            Builder::Str(b) => Arc::new(b.finish()),
-            Builder::Bytes(b) => Arc::new(b.finish()),
-            Builder::Wall(b) => Arc::new(b.finish()),
+    /// Sets `starts` to where each field of `p` starts; false when `p` does not match (a field
+    /// cut short, a string not UTF-8), as [`super::table::payload_cells`] decides.
+    fn check(&self, p: &[u8], starts: &mut [usize]) -> bool {
+        if self.unknown_field {
+            return false;
         }
+        if let Some(size) = self.fixed_size {
+            return p.len() >= size;
+        }
+        let mut at = 0usize;
+        for (ty, start) in self.fields.iter().zip(starts.iter_mut()) {
+            *start = at;
+            let size = match *ty {
+                FieldType::Scalar(s) => s.size(),
+                FieldType::Array(s, n) => s.size() * n as usize,
+                FieldType::Str | FieldType::Bytes => {
+                    let Some(len) = p.get(at..at + 4) else {
+                        return false;
+                    };
+                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                    let Some(b) = p.get(at + 4..).and_then(|r| r.get(..len)) else {
+                        return false;
+                    };
+                    if *ty == FieldType::Str && std::str::from_utf8(b).is_err() {
+                        return false;
+                    }
+                    4 + len
+                }
+                _ => return false,
+            };
+            at = match at.checked_add(size) {
+                Some(end) if end <= p.len() => end,
+                _ => return false,
+            };
+        }
+        true
+    }
+
+    /// Where each field starts in every payload, when that is fixed.
+    fn fixed_starts(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.fields
+            .iter()
+            .map(|ty| {
+                let start = at;
+                at += match *ty {
+                    FieldType::Scalar(s) => s.size(),
+                    FieldType::Array(s, n) => s.size() * n as usize,
+                    _ => 0,
+                };
+                start
+            })
+            .collect()
+    }
+}
+
+/// One table's columns being gathered straight from record payloads: the fixed columns into
+/// typed vectors, each payload field's value from its place in the payload (worked out once
+/// per type, [`Layout`]). The one conversion of records into Arrow columns, shared by the
+/// Parquet export and the in-memory tables.
+#[derive(Debug)]
+pub(crate) struct Columns {
+    schema: SchemaRef,
+    layout: Layout,
+    /// Where each field of the current payload starts.
+    starts: Vec<usize>,
+    rows: usize,
+    time_ns: Vec<u64>,
+    wall: Vec<i64>,
+    wall_valid: NullBufferBuilder,
+    pid: Vec<u32>,
+    thread: Vec<u64>,
+    thread_name: Var,
+    thread_name_valid: NullBufferBuilder,
+    seq: Vec<u64>,
+    perturbation_ns: Vec<u64>,
+    values: Vec<Values>,
+}
+
+impl Columns {
+    /// The columns of `schema`'s table, `columns` (see [`super::table::columns`]).
+    pub(crate) fn new(schema: &gyr_core::schema::Schema, columns: &[Column]) -> Self {
+        let layout = Layout::new(schema);
+        let starts = layout.fixed_starts();
+        Columns {
+            schema: schema_of(columns),
+            starts,
+            rows: 0,
+            time_ns: Vec::new(),
+            wall: Vec::new(),
+            wall_valid: NullBufferBuilder::new(0),
+            pid: Vec::new(),
+            thread: Vec::new(),
+            thread_name: Var::new(),
+            thread_name_valid: NullBufferBuilder::new(0),
+            seq: Vec::new(),
+            perturbation_ns: Vec::new(),
+            values: columns
+                .iter()
+                .skip(super::table::FIXED_COLUMNS.len())
+                .map(|c| Values::new(c.ty))
+                .collect(),
+            layout,
+        }
+    }
+
+    /// The table's Arrow schema.
+    pub(crate) fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows gathered since the last batch.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether a string or bytes column is so full that the batch must close now.
+    pub(crate) fn full(&self) -> bool {
+        self.thread_name.values.len() >= BATCH_VALUE_BYTES
+            || self
+                .values
+                .iter()
+                .any(|v| v.value_bytes() >= BATCH_VALUE_BYTES)
+    }
+
+    /// Appends a record's row; false, appending nothing, when `payload` does not match the
+    /// table's type.
+    pub(crate) fn push(&mut self, fixed: &Fixed<'_>, payload: &[u8]) -> bool {
+        if !self.layout.check(payload, &mut self.starts) {
+            return false;
+        }
+        self.time_ns.push(fixed.time_ns);
+        match fixed.wall_ns {
+            Some(ns) => {
+                self.wall.push(ns as i64);
+                self.wall_valid.append_non_null();
+            }
+            None => {
+                self.wall.push(0);
+                self.wall_valid.append_null();
+            }
+        }
+        self.pid.push(fixed.pid);
+        self.thread.push(fixed.thread);
+        match fixed.thread_name {
+            Some(name) => {
+                self.thread_name.push(name.as_bytes());
+                self.thread_name_valid.append_non_null();
+            }
+            None => {
+                self.thread_name.push_empty();
+                self.thread_name_valid.append_null();
+            }
+        }
+        self.seq.push(fixed.seq);
+        self.perturbation_ns.push(fixed.perturbation_ns);
+        for (v, slot) in self.values.iter_mut().zip(&self.layout.slots) {
+            let at = self.starts.get(slot.field).copied().unwrap_or(0) + slot.at;
+            v.push(payload, at);
+        }
+        self.rows += 1;
+        true
+    }
+
+    /// The rows gathered as a record batch (`None` when there are none); the columns are empty
+    /// again, with room for as many rows.
+    pub(crate) fn batch(&mut self) -> io::Result<Option<RecordBatch>> {
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        fn take<T: arrow_buffer::ArrowNativeType>(v: &mut Vec<T>) -> ScalarBuffer<T> {
+            let cap = v.len();
+            ScalarBuffer::from(std::mem::replace(v, Vec::with_capacity(cap)))
+        }
+        let rows = self.rows;
+        self.rows = 0;
+        let (names, names_data) = self.thread_name.take();
+        let mut arrays: Vec<ArrayRef> = vec![
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                take(&mut self.time_ns),
+                None,
+            )),
+            Arc::new(
+                PrimitiveArray::<TimestampNanosecondType>::new(
+                    take(&mut self.wall),
+                    self.wall_valid.finish(),
+                )
+                .with_timezone("UTC"),
+            ),
+            Arc::new(PrimitiveArray::<UInt32Type>::new(take(&mut self.pid), None)),
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                take(&mut self.thread),
+                None,
+            )),
+            Arc::new(
+                StringArray::try_new(names, names_data, self.thread_name_valid.finish())
+                    .map_err(arrow_error)?,
+            ),
+            Arc::new(PrimitiveArray::<UInt64Type>::new(take(&mut self.seq), None)),
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                take(&mut self.perturbation_ns),
+                None,
+            )),
+        ];
+        for v in &mut self.values {
+            arrays.push(v.finish()?);
+        }
+        debug_assert!(arrays.iter().all(|a| a.len() == rows));
+        RecordBatch::try_new(self.schema.clone(), arrays)
+            .map(Some)
+            .map_err(arrow_error)
     }
 }
 
@@ -189,20 +523,14 @@ impl ArrowTable {
 #[derive(Debug)]
 struct Gathering {
     table: ArrowTable,
-    builders: Vec<Builder>,
-    rows: usize,
+    columns: Columns,
 }
 
 impl Gathering {
     fn close_batch(&mut self) -> io::Result<()> {
-        if self.rows == 0 {
-            return Ok(());
+        if let Some(batch) = self.columns.batch()? {
+            self.table.batches.push(batch);
         }
-        let arrays = self.builders.iter_mut().map(Builder::finish).collect();
-        let batch = RecordBatch::try_new(self.table.schema.clone(), arrays)
-            .map_err(|e| io::Error::other(format!("Arrow: {e}")))?;
-        self.rows = 0;
-        self.table.batches.push(batch);
         Ok(())
     }
 }
@@ -229,29 +557,41 @@ impl ArrowSink {
 }
 
 impl TableSink for ArrowSink {
-    fn create(&mut self, file: &str, columns: Vec<Column>) -> io::Result<usize> {
+    fn create(
+        &mut self,
+        file: &str,
+        schema: &gyr_core::schema::Schema,
+        columns: Vec<Column>,
+    ) -> io::Result<usize> {
+        let columns = Columns::new(schema, &columns);
         self.tables.push(Gathering {
             table: ArrowTable {
                 name: file.to_owned(),
-                schema: schema_of(&columns),
+                schema: columns.schema().clone(),
                 batches: Vec::new(),
             },
-            builders: columns.iter().map(|c| Builder::new(c.ty)).collect(),
-            rows: 0,
+            columns,
         });
         Ok(self.tables.len() - 1)
     }
 
-    fn row(&mut self, table: usize, cells: &[Cell<'_>]) -> io::Result<()> {
-        let g = &mut self.tables[table];
-        for (b, c) in g.builders.iter_mut().zip(cells) {
-            b.push(c);
+    fn record(
+        &mut self,
+        table: usize,
+        _schema: &gyr_core::schema::Schema,
+        fixed: &Fixed<'_>,
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        let Some(g) = self.tables.get_mut(table) else {
+            return Err(io::Error::other(format!("no table {table}")));
+        };
+        if !g.columns.push(fixed, payload) {
+            return Ok(false);
         }
-        g.rows += 1;
-        if g.rows >= MEMORY_BATCH_ROWS {
+        if g.columns.rows() >= MEMORY_BATCH_ROWS || g.columns.full() {
             g.close_batch()?;
         }
-        Ok(())
+        Ok(true)
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -265,6 +605,7 @@ impl TableSink for ArrowSink {
 #[cfg(test)]
 mod tests {
     use super::super::{Input, Options, arrow_tables};
+    use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
     use arrow_schema::{DataType, TimeUnit};
@@ -371,11 +712,227 @@ mod tests {
         assert_eq!(tables[1].rows(), 1);
     }
 
+    /// A thread's name is null before its description, and a new description renames the
+    /// rows after it, however the threads' blocks interleave; ids beyond the dense range work.
+    #[test]
+    fn thread_names_as_described() {
+        let mut w = TraceWriter::new(Vec::new(), &TraceHeader::default()).unwrap();
+        let id = 1 << 20;
+        let ev = Schema::new(id, "ev", vec![Field::new("x", FieldType::U32)]).unwrap();
+        w.schema(&ev).unwrap();
+        let block = |w: &mut TraceWriter<Vec<u8>>, thread: u64, seq: u64| {
+            let mut r = Vec::new();
+            push_record(&mut r, id, seq, seq, 0, &(seq as u32).to_le_bytes());
+            w.records(thread, &r).unwrap();
+        };
+        let named = |w: &mut TraceWriter<Vec<u8>>, thread: u64, name: &str| {
+            w.thread(&ThreadInfo {
+                id: thread,
+                name: name.into(),
+                os_tid: 0,
+            })
+            .unwrap();
+        };
+        block(&mut w, 1, 0);
+        named(&mut w, 1, "one");
+        block(&mut w, 1, 1);
+        block(&mut w, 2, 2);
+        named(&mut w, 2, "two");
+        block(&mut w, 2, 3);
+        block(&mut w, 1, 4);
+        named(&mut w, 1, "uno");
+        block(&mut w, 1, 5);
+        let bytes = w.finish(&TraceEnd::default()).unwrap();
+        let tables = read(bytes, None);
+        let b = &tables[0].batches[0];
+        let names = b.column(tables[0].schema.index_of("thread_name").unwrap());
+        let names = names.as_string::<i32>();
+        let got: Vec<Option<&str>> = (0..b.num_rows())
+            .map(|i| names.is_valid(i).then(|| names.value(i)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                None,
+                Some("one"),
+                None,
+                Some("two"),
+                Some("one"),
+                Some("uno")
+            ]
+        );
+    }
+
     #[test]
     fn only_the_types_asked_for() {
         let tables = read(trace(3), Some(&["other".to_string()]));
         assert_eq!(tables.len(), 1);
         assert_eq!(tables[0].name, "other");
         assert_eq!(tables[0].rows(), 1);
+    }
+}
+
+/// The columns built from payloads hold, record for record, the cells the row-at-a-time path
+/// (CSV) writes, and leave out the same records.
+#[cfg(test)]
+mod same_as_cells {
+    use super::super::table::{Cell, Fixed, columns, row_cells};
+    use super::Columns;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_array::{Array, RecordBatch};
+    use arrow_schema::DataType;
+    use gyr_core::{Field, FieldType, Schema};
+    use proptest::prelude::*;
+
+    /// A cell, owned, floats by their bits.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Owned {
+        Null,
+        Int(i64),
+        UInt(u64),
+        Float(u64),
+        Bool(bool),
+        Bytes(Vec<u8>),
+    }
+
+    fn own(c: &Cell<'_>) -> Owned {
+        match *c {
+            Cell::Null => Owned::Null,
+            Cell::Int(v) => Owned::Int(v),
+            Cell::UInt(v) => Owned::UInt(v),
+            Cell::Float(v) => Owned::Float(v.to_bits()),
+            Cell::Bool(v) => Owned::Bool(v),
+            Cell::Str(v) => Owned::Bytes(v.as_bytes().to_vec()),
+            Cell::Bytes(v) => Owned::Bytes(v.to_vec()),
+        }
+    }
+
+    fn cell(a: &dyn Array, row: usize) -> Owned {
+        if a.is_null(row) {
+            return Owned::Null;
+        }
+        match a.data_type() {
+            DataType::Int8 => Owned::Int(a.as_primitive::<Int8Type>().value(row).into()),
+            DataType::Int16 => Owned::Int(a.as_primitive::<Int16Type>().value(row).into()),
+            DataType::Int32 => Owned::Int(a.as_primitive::<Int32Type>().value(row).into()),
+            DataType::Int64 => Owned::Int(a.as_primitive::<Int64Type>().value(row)),
+            DataType::UInt8 => Owned::UInt(a.as_primitive::<UInt8Type>().value(row).into()),
+            DataType::UInt16 => Owned::UInt(a.as_primitive::<UInt16Type>().value(row).into()),
+            DataType::UInt32 => Owned::UInt(a.as_primitive::<UInt32Type>().value(row).into()),
+            DataType::UInt64 => Owned::UInt(a.as_primitive::<UInt64Type>().value(row)),
+            DataType::Float32 => {
+                Owned::Float(f64::from(a.as_primitive::<Float32Type>().value(row)).to_bits())
+            }
+            DataType::Float64 => Owned::Float(a.as_primitive::<Float64Type>().value(row).to_bits()),
+            DataType::Boolean => Owned::Bool(a.as_boolean().value(row)),
+            DataType::Utf8 => Owned::Bytes(a.as_string::<i32>().value(row).as_bytes().to_vec()),
+            DataType::Binary => Owned::Bytes(a.as_binary::<i32>().value(row).to_vec()),
+            DataType::Timestamp(..) => {
+                Owned::UInt(a.as_primitive::<TimestampNanosecondType>().value(row) as u64)
+            }
+            t => panic!("unexpected column type {t}"),
+        }
+    }
+
+    fn schema() -> Schema {
+        Schema::new(
+            3,
+            "mixed",
+            vec![
+                Field::new("a", FieldType::I8),
+                Field::new("s", FieldType::Str),
+                Field::new("v", FieldType::Array(gyr_core::schema::ScalarType::F32, 3)),
+                Field::new("ok", FieldType::Bool),
+                Field::new("b", FieldType::Bytes),
+                Field::new("n", FieldType::U16),
+                Field::new("x", FieldType::F64),
+                Field::new("seq", FieldType::I64),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// A payload of `schema()`, whole or damaged: `cut` bytes short, a string not UTF-8, or
+    /// a length beyond the payload.
+    fn payload() -> impl Strategy<Value = Vec<u8>> {
+        (
+            any::<i8>(),
+            "[a-z,\"é]{0,12}",
+            any::<[f32; 3]>(),
+            any::<u8>(),
+            proptest::collection::vec(any::<u8>(), 0..10),
+            any::<(u16, f64, i64)>(),
+            0usize..4,
+            0usize..40,
+        )
+            .prop_map(|(a, s, v, ok, b, (n, x, q), damage, cut)| {
+                let mut p = vec![a as u8];
+                let s = s.into_bytes();
+                p.extend((s.len() as u32).to_le_bytes());
+                let at = p.len();
+                p.extend(&s);
+                if damage == 1 && !s.is_empty() {
+                    p[at] = 0xff;
+                }
+                for f in v {
+                    p.extend(f.to_le_bytes());
+                }
+                p.push(ok);
+                let len = if damage == 2 {
+                    u32::MAX
+                } else {
+                    b.len() as u32
+                };
+                p.extend(len.to_le_bytes());
+                p.extend(&b);
+                p.extend(n.to_le_bytes());
+                p.extend(x.to_le_bytes());
+                p.extend(q.to_le_bytes());
+                if damage == 3 {
+                    p.truncate(p.len().saturating_sub(cut));
+                } else if damage == 0 {
+                    p.extend(std::iter::repeat_n(7u8, cut % 3));
+                }
+                p
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn columns_hold_the_cells(payloads in proptest::collection::vec(payload(), 1..40)) {
+            let schema = schema();
+            let cols = columns(&schema);
+            let mut built = Columns::new(&schema, &cols);
+            let mut expected = Vec::new();
+            let mut cells = Vec::new();
+            for (i, p) in payloads.iter().enumerate() {
+                let fixed = Fixed {
+                    time_ns: i as u64 * 3,
+                    wall_ns: (i % 4 != 0).then_some(1_000 + i as u64),
+                    pid: 7,
+                    thread: (i % 3) as u64,
+                    thread_name: (i % 5 != 1).then_some(["t0", "t1", "t2"][i % 3]),
+                    seq: i as u64,
+                    perturbation_ns: 11 * i as u64,
+                };
+                let matched = row_cells(&fixed, &schema, p, &mut cells);
+                prop_assert_eq!(built.push(&fixed, p), matched, "payload {:?}", p);
+                if matched {
+                    expected.push(cells.iter().map(own).collect::<Vec<_>>());
+                }
+            }
+            let batch: Option<RecordBatch> = built.batch().unwrap();
+            prop_assert_eq!(batch.as_ref().map_or(0, RecordBatch::num_rows), expected.len());
+            if let Some(batch) = batch {
+                prop_assert_eq!(batch.num_columns(), cols.len());
+                for (row, want) in expected.iter().enumerate() {
+                    let got: Vec<Owned> =
+                        batch.columns().iter().map(|a| cell(a.as_ref(), row)).collect();
+                    prop_assert_eq!(&got, want);
+                }
+            }
+            prop_assert!(built.batch().unwrap().is_none(), "a batch empties the columns");
+        }
     }
 }

@@ -9,8 +9,9 @@
 //! lower-case hexadecimal, wall-clock times as RFC 3339 in UTC with nine decimals. Lines end
 //! with `\n`.
 
-use super::table::{Cell, Column, ColumnType, TableSink, rfc3339};
+use super::table::{Cell, Column, ColumnType, Fixed, TableSink, rfc3339, row_cells};
 use super::{push_i64, push_u64};
+use gyr_core::schema::Schema;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ pub(crate) struct CsvSink {
     dir: PathBuf,
     files: Vec<(BufWriter<File>, Vec<ColumnType>)>,
     line: Vec<u8>,
+    /// A row's cells; empty between records, so that it borrows nothing.
+    cells: Vec<Cell<'static>>,
 }
 
 impl CsvSink {
@@ -30,6 +33,7 @@ impl CsvSink {
             dir,
             files: Vec::new(),
             line: Vec::new(),
+            cells: Vec::new(),
         }
     }
 }
@@ -88,7 +92,7 @@ pub(crate) fn push_cell(out: &mut Vec<u8>, ty: ColumnType, c: &Cell<'_>) {
 }
 
 impl TableSink for CsvSink {
-    fn create(&mut self, file: &str, columns: Vec<Column>) -> io::Result<usize> {
+    fn create(&mut self, file: &str, _schema: &Schema, columns: Vec<Column>) -> io::Result<usize> {
         let path = self.dir.join(format!("{file}.csv"));
         let f = File::create(&path).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
@@ -108,17 +112,34 @@ impl TableSink for CsvSink {
         Ok(self.files.len() - 1)
     }
 
-    fn row(&mut self, table: usize, cells: &[Cell<'_>]) -> io::Result<()> {
-        let (w, types) = &mut self.files[table];
-        self.line.clear();
-        for (i, (c, ty)) in cells.iter().zip(types.iter()).enumerate() {
-            if i > 0 {
-                self.line.push(b',');
+    fn record(
+        &mut self,
+        table: usize,
+        schema: &Schema,
+        fixed: &Fixed<'_>,
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        // The buffer keeps its capacity between records; its cells never outlive this call.
+        let mut cells: Vec<Cell<'_>> = std::mem::take(&mut self.cells);
+        let matched = row_cells(fixed, schema, payload, &mut cells);
+        let result = if matched {
+            let (w, types) = &mut self.files[table];
+            self.line.clear();
+            for (i, (c, ty)) in cells.iter().zip(types.iter()).enumerate() {
+                if i > 0 {
+                    self.line.push(b',');
+                }
+                push_cell(&mut self.line, *ty, c);
             }
-            push_cell(&mut self.line, *ty, c);
-        }
-        self.line.push(b'\n');
-        w.write_all(&self.line)
+            self.line.push(b'\n');
+            w.write_all(&self.line)
+        } else {
+            Ok(())
+        };
+        cells.clear();
+        // Emptied, the buffer borrows nothing and is kept for the next record.
+        self.cells = cells.into_iter().map(|_| Cell::Null).collect();
+        result.map(|()| matched)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -1,5 +1,5 @@
 //! Parquet tables (feature `parquet`): one file per event type, through the Arrow writer,
-//! snappy-compressed (see [`super::table`] for the columns, [`super::arrow`] for how rows become
+//! snappy-compressed (see [`super::table`] for the columns, [`super::arrow`] for how records become
 //! Arrow batches).
 //!
 //! Columns keep gyr's types: `i8` .. `u64` as Parquet integers of that width and signedness,
@@ -9,10 +9,8 @@
 //! [`ROW_GROUP_ROWS`] rows or [`ROW_GROUP_BYTES`] bytes, whichever comes first, so that each
 //! table holds at most about one row group in memory.
 
-use super::arrow::{Builder, schema_of};
-use super::table::{Cell, Column, TableSink};
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use super::arrow::Columns;
+use super::table::{Column, Fixed, TableSink};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -29,17 +27,15 @@ pub const ROW_GROUP_BYTES: usize = 16 << 20;
 
 /// One Parquet file being written.
 struct ParquetTable {
-    schema: SchemaRef,
-    builders: Vec<Builder>,
-    rows: usize,
+    columns: Columns,
     writer: ArrowWriter<File>,
 }
 
 impl std::fmt::Debug for ParquetTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParquetTable")
-            .field("schema", &self.schema)
-            .field("rows", &self.rows)
+            .field("schema", self.columns.schema())
+            .field("rows", &self.columns.rows())
             .finish_non_exhaustive()
     }
 }
@@ -51,14 +47,10 @@ fn parquet_error(e: parquet::errors::ParquetError) -> io::Error {
 impl ParquetTable {
     /// Hands the gathered rows to the writer, which closes a row group when it is full.
     fn write_batch(&mut self) -> io::Result<()> {
-        if self.rows == 0 {
-            return Ok(());
+        match self.columns.batch()? {
+            Some(batch) => self.writer.write(&batch).map_err(parquet_error),
+            None => Ok(()),
         }
-        let arrays = self.builders.iter_mut().map(Builder::finish).collect();
-        let batch = RecordBatch::try_new(self.schema.clone(), arrays)
-            .map_err(|e| io::Error::other(format!("Arrow: {e}")))?;
-        self.rows = 0;
-        self.writer.write(&batch).map_err(parquet_error)
     }
 }
 
@@ -80,38 +72,46 @@ impl ParquetSink {
 }
 
 impl TableSink for ParquetSink {
-    fn create(&mut self, file: &str, columns: Vec<Column>) -> io::Result<usize> {
+    fn create(
+        &mut self,
+        file: &str,
+        schema: &gyr_core::schema::Schema,
+        columns: Vec<Column>,
+    ) -> io::Result<usize> {
         let path = self.dir.join(format!("{file}.parquet"));
         let f = File::create(&path).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
         })?;
-        let schema = schema_of(&columns);
+        let columns = Columns::new(schema, &columns);
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_created_by(format!("gyr {}", env!("CARGO_PKG_VERSION")))
             .build();
-        let writer = ArrowWriter::try_new(f, schema.clone(), Some(props)).map_err(parquet_error)?;
-        self.tables.push(ParquetTable {
-            schema,
-            builders: columns.iter().map(|c| Builder::new(c.ty)).collect(),
-            rows: 0,
-            writer,
-        });
+        let writer = ArrowWriter::try_new(f, columns.schema().clone(), Some(props))
+            .map_err(parquet_error)?;
+        self.tables.push(ParquetTable { columns, writer });
         Ok(self.tables.len() - 1)
     }
 
-    fn row(&mut self, table: usize, cells: &[Cell<'_>]) -> io::Result<()> {
-        let t = &mut self.tables[table];
-        for (b, c) in t.builders.iter_mut().zip(cells) {
-            b.push(c);
+    fn record(
+        &mut self,
+        table: usize,
+        _schema: &gyr_core::schema::Schema,
+        fixed: &Fixed<'_>,
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        let Some(t) = self.tables.get_mut(table) else {
+            return Err(io::Error::other(format!("no table {table}")));
+        };
+        if !t.columns.push(fixed, payload) {
+            return Ok(false);
         }
-        t.rows += 1;
-        if t.rows >= BATCH_ROWS {
+        if t.columns.rows() >= BATCH_ROWS || t.columns.full() {
             t.write_batch()?;
         }
-        Ok(())
+        Ok(true)
     }
 
     fn finish(&mut self) -> io::Result<()> {

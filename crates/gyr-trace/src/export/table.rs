@@ -68,13 +68,35 @@ pub(crate) enum Cell<'a> {
     Bytes(&'a [u8]),
 }
 
-/// Where the tables go: CSV files or Parquet files.
+/// The columns every record has (the first seven of each table), as the table writer hands
+/// them to a sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fixed<'a> {
+    pub(crate) time_ns: u64,
+    /// ns since the Unix epoch; `None` when the file has no anchor or the times were moved.
+    pub(crate) wall_ns: Option<u64>,
+    pub(crate) pid: u32,
+    pub(crate) thread: u64,
+    /// `None` before the thread's description is seen.
+    pub(crate) thread_name: Option<&'a str>,
+    pub(crate) seq: u64,
+    pub(crate) perturbation_ns: u64,
+}
+
+/// Where the tables go: CSV files, Parquet files or Arrow tables in memory.
 pub(crate) trait TableSink {
-    /// A new table of `columns`, written to a file named `file` (without its extension).
-    /// Returns its index, counted from 0 in order of creation.
-    fn create(&mut self, file: &str, columns: Vec<Column>) -> io::Result<usize>;
-    /// A row of table `table`, one cell per column, of the column's type or null.
-    fn row(&mut self, table: usize, cells: &[Cell<'_>]) -> io::Result<()>;
+    /// A new table of `columns` (those of `schema`, see [`columns`]), written to a file named
+    /// `file` (without its extension). Returns its index, counted from 0 in order of creation.
+    fn create(&mut self, file: &str, schema: &Schema, columns: Vec<Column>) -> io::Result<usize>;
+    /// A record of table `table`, whose type is `schema`: its fixed columns, then its payload's
+    /// fields. Returns false, having written nothing, when the payload does not match `schema`.
+    fn record(
+        &mut self,
+        table: usize,
+        schema: &Schema,
+        fixed: &Fixed<'_>,
+        payload: &[u8],
+    ) -> io::Result<bool>;
     /// Every row is given: close every file.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -112,28 +134,46 @@ struct Table {
     index: usize,
 }
 
-/// The consumer of table exports: decodes each record into a row of its type's table.
+/// The largest type id looked up in a vector rather than a map (ids are small and dense in
+/// practice: counted from 1 by each process).
+const DENSE_TYPE_IDS: usize = 1 << 16;
+
+/// What the current input's records of one type id become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// A type never described: the record is counted as skipped.
+    Unknown,
+    /// A type left out by `only`: read past, not counted.
+    LeftOut,
+    /// Rows of the table at this index of `tables`.
+    Table(usize),
+}
+
+/// The consumer of table exports: hands each record to its type's table in the sink.
 #[derive(Debug)]
 pub(crate) struct TableWriter<S: TableSink> {
     sink: S,
     dir: PathBuf,
     extension: &'static str,
     tables: Vec<Table>,
-    /// The current input's type ids → tables.
-    by_id: FastMap<TypeId, usize>,
-    /// The current input's thread names.
-    threads: FastMap<u64, String>,
+    /// The current input's type ids below [`DENSE_TYPE_IDS`] → routes, indexed by id.
+    dense: Vec<Route>,
+    /// The current input's other type ids → routes.
+    sparse: FastMap<TypeId, Route>,
+    /// The current input's thread names, in order of description.
+    names: Vec<String>,
+    /// The current input's threads → their index in `names`.
+    threads: FastMap<u64, usize>,
+    /// The thread of the last record and its name's index: a thread's records come in blocks.
+    last_thread: Option<(u64, Option<usize>)>,
     /// File stems taken.
     stems: std::collections::HashSet<String>,
     pid: u32,
     offset_ns: u64,
     start_unix_ns: u64,
-    cells: Vec<Cell<'static>>,
     stats: TableStats,
     /// When set, the only event type names given tables; records of others are read past.
     only: Option<std::collections::HashSet<String>>,
-    /// The current input's type ids left out by `only`.
-    left_out: std::collections::HashSet<TypeId>,
 }
 
 impl<S: TableSink> TableWriter<S> {
@@ -144,16 +184,17 @@ impl<S: TableSink> TableWriter<S> {
             dir: dir.to_owned(),
             extension,
             tables: Vec::new(),
-            by_id: FastMap::default(),
+            dense: Vec::new(),
+            sparse: FastMap::default(),
+            names: Vec::new(),
             threads: FastMap::default(),
+            last_thread: None,
             stems: Default::default(),
             pid: 0,
             offset_ns: 0,
             start_unix_ns: 0,
-            cells: Vec::new(),
             stats: TableStats::default(),
             only: None,
-            left_out: Default::default(),
         }
     }
 
@@ -201,7 +242,7 @@ impl<S: TableSink> TableWriter<S> {
         while !self.stems.insert(stem.clone()) {
             stem.push('_');
         }
-        let index = self.sink.create(&stem, columns(schema))?;
+        let index = self.sink.create(&stem, schema, columns(schema))?;
         self.stats.tables.push((
             name.clone(),
             self.dir.join(format!("{stem}.{}", self.extension)),
@@ -214,6 +255,39 @@ impl<S: TableSink> TableWriter<S> {
             index,
         });
         Ok(self.tables.len() - 1)
+    }
+
+    fn set_route(&mut self, id: TypeId, route: Route) {
+        match usize::try_from(id) {
+            Ok(i) if i < DENSE_TYPE_IDS => {
+                if self.dense.len() <= i {
+                    self.dense.resize(i + 1, Route::Unknown);
+                }
+                self.dense[i] = route;
+            }
+            _ => {
+                self.sparse.insert(id, route);
+            }
+        }
+    }
+
+    fn route(&self, id: TypeId) -> Route {
+        match usize::try_from(id) {
+            Ok(i) if i < DENSE_TYPE_IDS => self.dense.get(i).copied().unwrap_or(Route::Unknown),
+            _ => self.sparse.get(&id).copied().unwrap_or(Route::Unknown),
+        }
+    }
+
+    /// The index in `names` of `thread`'s name, if it was described.
+    fn thread_name(&mut self, thread: u64) -> Option<usize> {
+        match self.last_thread {
+            Some((t, name)) if t == thread => name,
+            _ => {
+                let name = self.threads.get(&thread).copied();
+                self.last_thread = Some((thread, name));
+                name
+            }
+        }
     }
 }
 
@@ -342,11 +416,34 @@ pub(crate) fn payload_cells<'a>(
     Some(())
 }
 
+/// Sets `out` to the cells of a row: `fixed`'s, then those of `payload`'s fields; false when
+/// the payload does not match `schema`. For sinks that write a row at a time (CSV).
+pub(crate) fn row_cells<'a>(
+    fixed: &Fixed<'a>,
+    schema: &Schema,
+    payload: &'a [u8],
+    out: &mut Vec<Cell<'a>>,
+) -> bool {
+    out.clear();
+    out.extend([
+        Cell::UInt(fixed.time_ns),
+        fixed.wall_ns.map_or(Cell::Null, Cell::UInt),
+        Cell::UInt(fixed.pid.into()),
+        Cell::UInt(fixed.thread),
+        fixed.thread_name.map_or(Cell::Null, Cell::Str),
+        Cell::UInt(fixed.seq),
+        Cell::UInt(fixed.perturbation_ns),
+    ]);
+    payload_cells(schema, payload, out).is_some()
+}
+
 impl<S: TableSink> Consumer for TableWriter<S> {
     fn begin_file(&mut self, file: &FileStart<'_>) -> io::Result<()> {
-        self.by_id.clear();
-        self.left_out.clear();
+        self.dense.clear();
+        self.sparse.clear();
+        self.names.clear();
         self.threads.clear();
+        self.last_thread = None;
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
         // On another process's clock, times are no longer this file's wall clock's.
@@ -362,57 +459,56 @@ impl<S: TableSink> Consumer for TableWriter<S> {
         if let Some(only) = &self.only
             && !only.contains(&schema.name)
         {
-            self.left_out.insert(schema.id);
+            self.set_route(schema.id, Route::LeftOut);
             return Ok(());
         }
         let t = self.open_table(schema)?;
-        self.by_id.insert(schema.id, t);
+        self.set_route(schema.id, Route::Table(t));
         Ok(())
     }
 
     fn thread(&mut self, thread: &ThreadInfo) -> io::Result<()> {
-        self.threads.insert(thread.id, thread.name.clone());
+        match self.threads.get(&thread.id) {
+            Some(&i) => thread.name.clone_into(&mut self.names[i]),
+            None => {
+                self.threads.insert(thread.id, self.names.len());
+                self.names.push(thread.name.clone());
+            }
+        }
+        self.last_thread = None;
         Ok(())
     }
 
     fn record(&mut self, thread: u64, header: &RecordHeader, payload: &[u8]) -> io::Result<()> {
-        let Some(&t) = self.by_id.get(&header.type_id) else {
-            if !self.left_out.contains(&header.type_id) {
+        let t = match self.route(header.type_id) {
+            Route::Table(t) => t,
+            Route::LeftOut => return Ok(()),
+            Route::Unknown => {
                 self.stats.skipped += 1;
+                return Ok(());
             }
-            return Ok(());
+        };
+        let name = self.thread_name(thread);
+        let fixed = Fixed {
+            time_ns: header.timestamp.saturating_add(self.offset_ns),
+            wall_ns: (self.start_unix_ns > 0)
+                .then(|| self.start_unix_ns.saturating_add(header.timestamp)),
+            pid: self.pid,
+            thread,
+            thread_name: name.and_then(|i| self.names.get(i)).map(String::as_str),
+            seq: header.seq,
+            perturbation_ns: header.perturbation,
         };
         let table = &self.tables[t];
-        // The buffer keeps its capacity between records; its cells never outlive this call.
-        let mut cells: Vec<Cell<'_>> = std::mem::take(&mut self.cells);
-        cells.clear();
-        let wall = if self.start_unix_ns > 0 {
-            Cell::UInt(self.start_unix_ns.saturating_add(header.timestamp))
-        } else {
-            Cell::Null
-        };
-        cells.extend([
-            Cell::UInt(header.timestamp.saturating_add(self.offset_ns)),
-            wall,
-            Cell::UInt(self.pid.into()),
-            Cell::UInt(thread),
-            self.threads
-                .get(&thread)
-                .map_or(Cell::Null, |n| Cell::Str(n.as_str())),
-            Cell::UInt(header.seq),
-            Cell::UInt(header.perturbation),
-        ]);
-        let result = if payload_cells(&table.schema, payload, &mut cells).is_some() {
+        if self
+            .sink
+            .record(table.index, &table.schema, &fixed, payload)?
+        {
             self.stats.rows += 1;
-            self.sink.row(table.index, &cells)
         } else {
             self.stats.skipped += 1;
-            Ok(())
-        };
-        cells.clear();
-        // Emptied, the buffer borrows nothing and is kept for the next record.
-        self.cells = cells.into_iter().map(|_| Cell::Null).collect();
-        result
+        }
+        Ok(())
     }
 
     fn end(&mut self, _end: &TraceEnd) -> io::Result<()> {
