@@ -244,7 +244,21 @@ pub fn emit_at<E: Sensor>(event: &E, at: crate::clock::Stamp) {
         let id = ty.id.load(Ordering::Relaxed);
         producer::record_at(id, at.0, event.encoded_len(), |out| event.encode(out));
     } else if state != STATE_OFF {
-        emit_slow(ty, event);
+        emit_slow_at(ty, event, at);
+    }
+}
+
+/// [`emit_slow`] for [`emit_at`]: a type used for the first time is stamped `at` too.
+#[cold]
+#[inline(never)]
+fn emit_slow_at<E: Sensor>(ty: &'static SensorType, event: &E, at: crate::clock::Stamp) {
+    if ty.id() == 0 && !register_or_report(ty, E::NAME, E::fields) {
+        return;
+    }
+    if ty.state.load(Ordering::Relaxed) == STATE_ON {
+        producer::record_at(ty.id(), at.0, event.encoded_len(), |out| event.encode(out));
+    } else {
+        emit_limited(ty, &ty.limits, event.encoded_len(), |out| event.encode(out));
     }
 }
 

@@ -81,6 +81,12 @@ fn a_stamp_read_once_stamps_its_events_and_never_goes_back() {
     let _g = support::serial();
     let mem = MemorySink::new();
     let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let before = gyr::now_ns();
+    let first = gyr::Stamp::now();
+    let after = gyr::now_ns();
+    std::thread::sleep(Duration::from_millis(5));
+    // A type's first event registers it, and is still stamped as asked.
+    gyr::emit_at(&Stamped { n: 0 }, first);
     let early = gyr::Stamp::now();
     std::thread::sleep(Duration::from_millis(2));
     Tick { thread: 9, n: 0 }.emit();
@@ -114,6 +120,17 @@ fn a_stamp_read_once_stamps_its_events_and_never_goes_back() {
     );
     assert_eq!(ts[2], ts[3], "one reading, two events");
     assert!(ts[4] >= ts[3]);
+    let stamped = mem.events("stamped");
+    assert_eq!(stamped.len(), 1);
+    assert!(
+        stamped[0].0.timestamp + 1_000_000 < ts[0],
+        "stamped when asked"
+    );
+}
+
+#[derive(Sensor)]
+struct Stamped {
+    n: u64,
 }
 
 /// Every event of 8 threads × 1M arrives exactly once, and per-thread sequence numbers have no
