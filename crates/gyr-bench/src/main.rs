@@ -137,6 +137,10 @@ enum Bench {
         /// A shorter run (for smoke tests).
         #[arg(long)]
         quick: bool,
+        /// Run only these parts (repeatable): replay, interposer, validation. The JSON then
+        /// holds only their figures.
+        #[arg(long, value_name = "PART")]
+        only: Vec<sim::Part>,
     },
     /// A soak: a program at 1 M events/s through the hub to a subscriber and a recording,
     /// watching losses, memory and descriptors of the program and the hub.
@@ -213,7 +217,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Rules { json, quick } => rules::run(json, quick),
         Bench::RulesWatchdog { spec, hub, file } => rules::watchdog_child(spec, hub, file),
         Bench::Ordering { json, quick, only } => ordering::run(json, quick, &only),
-        Bench::Sim { json, quick } => sim::run(json, quick),
+        Bench::Sim { json, quick, only } => sim::run(json, quick, &only),
         Bench::HubFeeder {
             addr,
             processes,

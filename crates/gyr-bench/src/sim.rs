@@ -16,6 +16,9 @@
 //!   (`same_network`) and on loopback TCP (`across_networks`): whole-run error per example,
 //!   median and worst. Needs Open MPI (`mpicc`, `mpirun`); without it the errors are missing
 //!   and the JSON says why.
+//!
+//! `--only replay|interposer|validation` (repeatable) runs only those parts: the interposer's
+//! figure takes about a minute, the validation many, and a quiet minute is easier to find.
 
 use crate::figures::{median, r3};
 use crate::ordering::{best, discarding_runtime, preload_lib, sensor_ns};
@@ -24,6 +27,17 @@ use gyr_sim::{Channel, LogGops, Network, RankProgram, mpi};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The parts of the benchmark, for `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Part {
+    /// The replay's speed on the synthetic run.
+    Replay,
+    /// The MPI interposer against the sensor.
+    Interposer,
+    /// Predictions of examples/mpi against measured runs.
+    Validation,
+}
 
 /// A synthetic run: `ranks` on a ring, `steps` of two exchanges and 10 µs of computing, an
 /// allreduce every 10 steps.
@@ -293,91 +307,100 @@ fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64))> {
     Ok((bests, (median(&mut with), median(&mut without))))
 }
 
-pub(crate) fn run(json_out: bool, quick: bool) -> anyhow::Result<()> {
+pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> {
+    let want = |p: Part| only.is_empty() || only.contains(&p);
     println!("gyr-sim's replay, the MPI interposer, and predictions against measured runs");
-    let (rate, events) = replay_rate(quick);
-    println!(
-        "  replay: {:.2} M events/s ({events} events, 64 ranks; best of 3)",
-        rate / 1e6
-    );
-    let mut v = json!({
-        "bench": "sim",
-        "sim_events_per_s": rate.round(),
-        "sim_events": events,
-        "sim_events_target": 5e6,
-    });
-    match interposer(quick) {
-        Ok(((with, without), (with_median, without_median))) => {
-            let n = if quick { 1_000_000 } else { 5_000_000 };
-            let sensor = sensor_ns(n, 3)?;
-            let per_call = call_sensor_ns(n, 5)?;
-            let added = with - without;
-            // A call records three events: its begin, its message, its end.
-            let ratio = added / per_call;
-            let r2 = |x: f64| (x * 100.0).round() / 100.0;
-            println!(
-                "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without (best of the runs; medians {with_median:.0} and {without_median:.0}): {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns"
-            );
-            v["interposer_ns_per_call"] = json!(r2(with));
-            v["uninstrumented_ns_per_call"] = json!(r2(without));
-            v["interposer_ns_per_call_median"] = json!(r2(with_median));
-            v["uninstrumented_ns_per_call_median"] = json!(r2(without_median));
-            v["interposer_ns_added_per_call"] = json!(r2(added));
-            v["sensor_ns_per_event"] = json!(r3(sensor));
-            v["sensor_ns_per_call"] = json!(r3(per_call));
-            v["events_per_call"] = json!(3);
-            if added > 0.0 {
-                println!("  interposer: ratio {ratio:.2} to the sensor's own cost (target <= 2)");
-                v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
-            } else {
-                let why = "the runs without the library were slower than those with it: the \
+    let mut v = json!({ "bench": "sim" });
+    let mut rate = None;
+    if want(Part::Replay) {
+        let (r, events) = replay_rate(quick);
+        println!(
+            "  replay: {:.2} M events/s ({events} events, 64 ranks; best of 3)",
+            r / 1e6
+        );
+        v["sim_events_per_s"] = json!(r.round());
+        v["sim_events"] = json!(events);
+        v["sim_events_target"] = json!(5e6);
+        rate = Some(r);
+    }
+    if want(Part::Interposer) {
+        match interposer(quick) {
+            Ok(((with, without), (with_median, without_median))) => {
+                let n = if quick { 1_000_000 } else { 5_000_000 };
+                let sensor = sensor_ns(n, 3)?;
+                let per_call = call_sensor_ns(n, 5)?;
+                let added = with - without;
+                // A call records three events: its begin, its message, its end.
+                let ratio = added / per_call;
+                let r2 = |x: f64| (x * 100.0).round() / 100.0;
+                println!(
+                    "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without (best of the runs; medians {with_median:.0} and {without_median:.0}): {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns"
+                );
+                v["interposer_ns_per_call"] = json!(r2(with));
+                v["uninstrumented_ns_per_call"] = json!(r2(without));
+                v["interposer_ns_per_call_median"] = json!(r2(with_median));
+                v["uninstrumented_ns_per_call_median"] = json!(r2(without_median));
+                v["interposer_ns_added_per_call"] = json!(r2(added));
+                v["sensor_ns_per_event"] = json!(r3(sensor));
+                v["sensor_ns_per_call"] = json!(r3(per_call));
+                v["events_per_call"] = json!(3);
+                if added > 0.0 {
+                    println!(
+                        "  interposer: ratio {ratio:.2} to the sensor's own cost (target <= 2)"
+                    );
+                    v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
+                } else {
+                    let why = "the runs without the library were slower than those with it: the \
                            machine is too busy to measure the interposer; run again when it is \
                            quiet";
-                println!("  interposer: no ratio: {why}");
-                v["interposer_unmeasurable"] = json!(why);
+                    println!("  interposer: no ratio: {why}");
+                    v["interposer_unmeasurable"] = json!(why);
+                }
             }
-        }
-        Err(e) => {
-            println!("  interposer: not measured ({e})");
-            v["interposer_missing"] = json!(e.to_string());
+            Err(e) => {
+                println!("  interposer: not measured ({e})");
+                v["interposer_missing"] = json!(e.to_string());
+            }
         }
     }
     let np = 2;
-    match errors(quick, np) {
-        Ok((per, shm, tcp)) => {
-            let mut same: Vec<f64> = per.iter().map(|e| e.1.abs()).collect();
-            let mut across: Vec<f64> = per.iter().map(|e| e.2.abs()).collect();
-            let mut all: Vec<f64> = same.iter().chain(&across).copied().collect();
-            let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-            let r1 = |x: f64| (x * 10.0).round() / 10.0;
-            v["ranks"] = json!(np);
-            v["error_pct"] = per
-                .iter()
-                .map(|(n, s, a)| {
-                    (
-                        n.clone(),
-                        json!({"same_network": r1(*s), "across_networks": r1(*a)}),
-                    )
-                })
-                .collect::<serde_json::Map<_, _>>()
-                .into();
-            v["error_median_pct"] = json!(r1(median(&mut all)));
-            v["error_worst_pct"] = json!(r1(worst(&all)));
-            v["same_network_median_pct"] = json!(r1(median(&mut same)));
-            v["same_network_worst_pct"] = json!(r1(worst(&same)));
-            v["across_networks_median_pct"] = json!(r1(median(&mut across)));
-            v["across_networks_worst_pct"] = json!(r1(worst(&across)));
-            v["model_shm"] = line(&shm);
-            v["model_tcp"] = line(&tcp);
-        }
-        Err(e) => {
-            println!("  predictions: not measured ({e})");
-            v["errors_missing"] = json!(e.to_string());
+    if want(Part::Validation) {
+        match errors(quick, np) {
+            Ok((per, shm, tcp)) => {
+                let mut same: Vec<f64> = per.iter().map(|e| e.1.abs()).collect();
+                let mut across: Vec<f64> = per.iter().map(|e| e.2.abs()).collect();
+                let mut all: Vec<f64> = same.iter().chain(&across).copied().collect();
+                let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+                let r1 = |x: f64| (x * 10.0).round() / 10.0;
+                v["ranks"] = json!(np);
+                v["error_pct"] = per
+                    .iter()
+                    .map(|(n, s, a)| {
+                        (
+                            n.clone(),
+                            json!({"same_network": r1(*s), "across_networks": r1(*a)}),
+                        )
+                    })
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+                v["error_median_pct"] = json!(r1(median(&mut all)));
+                v["error_worst_pct"] = json!(r1(worst(&all)));
+                v["same_network_median_pct"] = json!(r1(median(&mut same)));
+                v["same_network_worst_pct"] = json!(r1(worst(&same)));
+                v["across_networks_median_pct"] = json!(r1(median(&mut across)));
+                v["across_networks_worst_pct"] = json!(r1(worst(&across)));
+                v["model_shm"] = line(&shm);
+                v["model_tcp"] = line(&tcp);
+            }
+            Err(e) => {
+                println!("  predictions: not measured ({e})");
+                v["errors_missing"] = json!(e.to_string());
+            }
         }
     }
     let target = |k: &str, ok: fn(f64) -> bool| v.get(k).and_then(|x| x.as_f64()).map(ok);
     v["targets"] = json!({
-        "sim_events_per_s>=5M": rate >= 5e6,
+        "sim_events_per_s>=5M": rate.map(|r| r >= 5e6),
         "error_median_pct<=5": target("error_median_pct", |x| x <= 5.0),
         "error_worst_pct<=10": target("error_worst_pct", |x| x <= 10.0),
         "interposer<=2x_sensor": target("ratio_interposer_vs_sensor", |x| x <= 2.0),

@@ -127,6 +127,15 @@ mod tls {
 /// One MPI call being recorded: `gyr.mpi.begin` was emitted, the thread is busy and its `errno`
 /// is kept for the program until [`Call::end`].
 ///
+/// # One clock reading for two events
+///
+/// The clock is read once at the call's begin and once when the real call returns, and each
+/// reading stamps the events of that instant ([`gyr::emit_at`]): a send's `gyr.msg.send` has
+/// its call's begin time (a few ns early: a message still cannot arrive before it left, which
+/// clock correction relies on), and a receive's `gyr.msg.recv`, a request's
+/// `gyr.mpi.complete` and the call's `gyr.mpi.end` have the time the real call returned.
+/// Reading the clock (`rdtsc`) costs as much as the rest of a sensor on a virtual machine.
+///
 /// Not a guard with `Drop`: the wrappers' frames stay plain.
 #[derive(Debug)]
 #[must_use = "end() records the call's end and restores the thread's state"]
@@ -137,6 +146,8 @@ pub(crate) struct Call {
     /// as the real call left it. What gyr does in between is not the program's.
     errno: *mut libc::c_int,
     errno_value: libc::c_int,
+    /// The clock at the call's begin, then when the real call returned (see above).
+    at: gyr::Stamp,
 }
 
 impl Call {
@@ -154,12 +165,14 @@ impl Call {
         let errno = block.errno();
         // SAFETY: the calling thread's errno.
         let errno_value = unsafe { *errno };
-        quiet(|| gyr::emit(&MpiBegin { call: name }));
+        let at = gyr::Stamp::now();
+        quiet(|| gyr::emit_at(&MpiBegin { call: name }, at));
         Some(Call {
             name,
             block,
             errno,
             errno_value,
+            at,
         })
     }
 
@@ -169,23 +182,33 @@ impl Call {
         quiet(f)
     }
 
+    /// As [`Call::record`], for events of the call's present instant: `f` is given the time
+    /// stamp to record them with (the call's begin before the real call, the time it returned
+    /// after it).
+    #[inline]
+    pub(crate) fn record_at(&self, f: impl FnOnce(gyr::Stamp)) {
+        let at = self.at;
+        quiet(|| f(at))
+    }
+
     /// Makes `f`, the real call, see and leave `errno` as the program's own call would.
     #[inline]
     pub(crate) fn real<R>(&mut self, f: impl FnOnce() -> R) -> R {
         // SAFETY: the calling thread's errno, which lives as long as the thread.
         unsafe { *self.errno = self.errno_value };
         let r = f();
+        self.at = gyr::Stamp::now();
         // SAFETY: as above.
         self.errno_value = unsafe { *self.errno };
         r
     }
 
-    /// Records the call's end with its return code (a Fortran call's `ierr`), restores `errno`
-    /// and the thread's state, and returns `ret`.
+    /// Records the call's end with its return code (a Fortran call's `ierr`), stamped when the
+    /// real call returned; restores `errno` and the thread's state, and returns `ret`.
     #[inline]
     pub(crate) fn end(self, ret: libc::c_int) -> libc::c_int {
-        let name = self.name;
-        quiet(|| gyr::emit(&MpiEnd { call: name, ret }));
+        let (name, at) = (self.name, self.at);
+        quiet(|| gyr::emit_at(&MpiEnd { call: name, ret }, at));
         // SAFETY: the calling thread's errno, which lives as long as the thread.
         unsafe { *self.errno = self.errno_value };
         self.block.busy.set(false);

@@ -35,7 +35,10 @@
 //! | `gyr.mpi.comm_free` | `comm` | it was freed |
 //!
 //! Every event between a call's `begin` and `end` belongs to that call, so time in MPI per call
-//! and per rank is the sum of the `begin`–`end` gaps. `peer` and `root` are world ranks whatever
+//! and per rank is the sum of the `begin`–`end` gaps. A call reads the clock twice: a send's
+//! `gyr.msg.send` has its call's `begin` time, and a receive's `gyr.msg.recv`, a
+//! `gyr.mpi.complete` and the call's `end` have the time the real call returned (the
+//! call's wrapper in `gate.rs` says why). `peer` and `root` are world ranks whatever
 //! the communicator (`gyr.mpi.request`: -1 any source, -2 `MPI_PROC_NULL`); a message to or from
 //! `MPI_PROC_NULL` records no `gyr.msg.*` event. `comm` is 0 for `MPI_COMM_WORLD`, 1 for
 //! `MPI_COMM_SELF`, and the same id in every member for a derived one (see [`track`]). `bytes`

@@ -39,7 +39,7 @@ macro_rules! blocking_send {
             // SAFETY: the program's arguments, passed on.
             let real = || unsafe { ffi::$real(buf, count, datatype, dest, tag, comm) };
             let Some(mut call) = Call::begin(stringify!($name)) else { return real() };
-            call.record(|| track::sent(comm, dest, tag, count, datatype));
+            call.record_at(|at| track::sent(comm, dest, tag, count, datatype, at));
             let rc = call.real(real);
             call.end(rc)
         }
@@ -78,7 +78,7 @@ pub unsafe extern "C" fn MPI_Recv(
     let rc = call.real(|| unsafe { ffi::recv(buf, count, datatype, source, tag, comm, st) });
     if rc == ffi::SUCCESS {
         // SAFETY: the status the call filled (the program's or ours).
-        call.record(|| track::received(comm, unsafe { &*st }));
+        call.record_at(|at| track::received(comm, unsafe { &*st }, at));
     }
     call.end(rc)
 }
@@ -115,11 +115,11 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     let Some(mut call) = Call::begin("MPI_Sendrecv") else {
         return real(status);
     };
-    call.record(|| track::sent(comm, dest, sendtag, sendcount, sendtype));
+    call.record_at(|at| track::sent(comm, dest, sendtag, sendcount, sendtype, at));
     let rc = call.real(|| real(st));
     if rc == ffi::SUCCESS {
         // SAFETY: the status the call filled.
-        call.record(|| track::received(comm, unsafe { &*st }));
+        call.record_at(|at| track::received(comm, unsafe { &*st }, at));
     }
     call.end(rc)
 }
@@ -152,11 +152,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     let Some(mut call) = Call::begin("MPI_Sendrecv_replace") else {
         return real(status);
     };
-    call.record(|| track::sent(comm, dest, sendtag, count, datatype));
+    call.record_at(|at| track::sent(comm, dest, sendtag, count, datatype, at));
     let rc = call.real(|| real(st));
     if rc == ffi::SUCCESS {
         // SAFETY: the status the call filled.
-        call.record(|| track::received(comm, unsafe { &*st }));
+        call.record_at(|at| track::received(comm, unsafe { &*st }, at));
     }
     call.end(rc)
 }
@@ -178,7 +178,7 @@ macro_rules! post {
             let real = || unsafe { ffi::$real(buf, count, datatype, peer, tag, comm, request) };
             let Some(mut call) = Call::begin(stringify!($name)) else { return real() };
             if !$recv && !$persistent {
-                call.record(|| track::sent(comm, peer, tag, count, datatype));
+                call.record_at(|at| track::sent(comm, peer, tag, count, datatype, at));
             }
             let rc = call.real(real);
             if rc == ffi::SUCCESS {
@@ -345,18 +345,24 @@ fn statuses_or(count: c_int, statuses: *mut Status, ours: &mut Vec<Status>) -> *
     }
 }
 
-/// Records the completion of `before[i]` with status `st[i]` for every `i` in `which`.
+/// Records the completion of `before[i]` with status `st[i]` for every `i` in `which`, stamped
+/// `at`.
 ///
 /// # Safety
 ///
 /// `st` holds a status for every index in `which`.
-unsafe fn completed_at(before: &[Request], st: *const Status, which: impl Iterator<Item = usize>) {
+unsafe fn completed_at(
+    before: &[Request],
+    st: *const Status,
+    which: impl Iterator<Item = usize>,
+    at: gyr::Stamp,
+) {
     for i in which {
         if let Some(&r) = before.get(i)
             && track::live(r)
         {
             // SAFETY: the caller's promise.
-            track::completed(r, unsafe { &*st.add(i) });
+            track::completed(r, unsafe { &*st.add(i) }, at);
         }
     }
 }
@@ -380,7 +386,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut Request, status: *mut Status) ->
     let rc = call.real(|| unsafe { ffi::wait(request, st) });
     if rc == ffi::SUCCESS && track::live(before) {
         // SAFETY: the status the call filled.
-        call.record(|| track::completed(before, unsafe { &*st }));
+        call.record_at(|at| track::completed(before, unsafe { &*st }, at));
     }
     call.end(rc)
 }
@@ -409,7 +415,7 @@ pub unsafe extern "C" fn MPI_Test(
     // SAFETY: the flag the call wrote.
     if rc == ffi::SUCCESS && unsafe { *flag } != 0 && track::live(before) {
         // SAFETY: the status the call filled.
-        call.record(|| track::completed(before, unsafe { &*st }));
+        call.record_at(|at| track::completed(before, unsafe { &*st }, at));
     }
     call.end(rc)
 }
@@ -436,7 +442,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     let rc = call.real(|| unsafe { ffi::waitall(count, requests, st) });
     if rc == ffi::SUCCESS {
         // SAFETY: `count` statuses, filled.
-        call.record(|| unsafe { completed_at(&before, st, 0..before.len()) });
+        call.record_at(|at| unsafe { completed_at(&before, st, 0..before.len(), at) });
     }
     call.end(rc)
 }
@@ -465,7 +471,7 @@ pub unsafe extern "C" fn MPI_Testall(
     // SAFETY: the flag the call wrote.
     if rc == ffi::SUCCESS && unsafe { *flag } != 0 {
         // SAFETY: `count` statuses, filled.
-        call.record(|| unsafe { completed_at(&before, st, 0..before.len()) });
+        call.record_at(|at| unsafe { completed_at(&before, st, 0..before.len(), at) });
     }
     call.end(rc)
 }
@@ -494,7 +500,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     // SAFETY: the index the call wrote.
     let i = unsafe { *index };
     if rc == ffi::SUCCESS && i != ffi::UNDEFINED && i >= 0 {
-        call.record(|| track_one(&before, i as usize, st));
+        call.record_at(|at| track_one(&before, i as usize, st, at));
     }
     call.end(rc)
 }
@@ -525,18 +531,18 @@ pub unsafe extern "C" fn MPI_Testany(
     let (i, done) = unsafe { (*index, *flag != 0) };
     if rc == ffi::SUCCESS && done && i != ffi::UNDEFINED && i >= 0 {
         // SAFETY: the status the call filled.
-        call.record(|| track_one(&before, i as usize, st));
+        call.record_at(|at| track_one(&before, i as usize, st, at));
     }
     call.end(rc)
 }
 
-/// Records the completion of `before[i]` with the single status `st`.
-fn track_one(before: &[Request], i: usize, st: *const Status) {
+/// Records the completion of `before[i]` with the single status `st`, stamped `at`.
+fn track_one(before: &[Request], i: usize, st: *const Status, at: gyr::Stamp) {
     if let Some(&r) = before.get(i)
         && track::live(r)
     {
         // SAFETY: a status the completing call filled.
-        track::completed(r, unsafe { &*st });
+        track::completed(r, unsafe { &*st }, at);
     }
 }
 
@@ -564,13 +570,13 @@ macro_rules! some {
             // SAFETY: the count the call wrote.
             let n = unsafe { *outcount };
             if rc == ffi::SUCCESS && n != ffi::UNDEFINED && n > 0 {
-                call.record(|| {
+                call.record_at(|at| {
                     // SAFETY: the call wrote `n` indices, and the status of the k-th completed
                     // request at `st[k]`.
                     let idx = unsafe { std::slice::from_raw_parts(indices, n as usize) };
                     for (k, &i) in idx.iter().enumerate() {
                         // SAFETY: as above.
-                        track_one(&before, i.max(0) as usize, unsafe { st.add(k) });
+                        track_one(&before, i.max(0) as usize, unsafe { st.add(k) }, at);
                     }
                 });
             }

@@ -471,8 +471,16 @@ pub(crate) unsafe fn bytes_of_counts(n: usize, counts: *const c_int, datatype: D
     bytes(1, datatype) * total as u64
 }
 
-/// A message to `dest` on `comm` begins: `gyr.msg.send` (nothing for `MPI_PROC_NULL`).
-pub(crate) fn sent(comm: Comm, dest: c_int, tag: c_int, count: c_int, datatype: Datatype) {
+/// A message to `dest` on `comm` begins: `gyr.msg.send` stamped `at` (nothing for
+/// `MPI_PROC_NULL`).
+pub(crate) fn sent(
+    comm: Comm,
+    dest: c_int,
+    tag: c_int,
+    count: c_int,
+    datatype: Datatype,
+    at: gyr::Stamp,
+) {
     if dest == ffi::PROC_NULL {
         return;
     }
@@ -480,22 +488,22 @@ pub(crate) fn sent(comm: Comm, dest: c_int, tag: c_int, count: c_int, datatype: 
         return;
     };
     if peer >= 0 {
-        gyr::msg::send_on(id, peer as u32, tag, bytes(count, datatype));
+        gyr::msg::send_on_at(id, peer as u32, tag, bytes(count, datatype), at);
     }
 }
 
-/// A receive on `info` completed with `status`: `gyr.msg.recv` with the actual source and tag
-/// (nothing for `MPI_PROC_NULL`).
-fn received_on(info: &CommInfo, status: &Status) {
+/// A receive on `info` completed with `status`: `gyr.msg.recv` with the actual source and tag,
+/// stamped `at` (nothing for `MPI_PROC_NULL`).
+fn received_on(info: &CommInfo, status: &Status, at: gyr::Stamp) {
     let peer = info.world(status.source);
     if peer >= 0 {
-        gyr::msg::recv_on(info.id, peer as u32, status.tag, status.bytes());
+        gyr::msg::recv_on_at(info.id, peer as u32, status.tag, status.bytes(), at);
     }
 }
 
-/// A blocking receive on `comm` completed with `status`.
-pub(crate) fn received(comm: Comm, status: &Status) {
-    with_comm(comm, |info| received_on(info, status));
+/// A blocking receive on `comm` completed with `status`, stamped `at`.
+pub(crate) fn received(comm: Comm, status: &Status, at: gyr::Stamp) {
+    with_comm(comm, |info| received_on(info, status, at));
 }
 
 /// A collective on `comm`: `gyr.mpi.collective`.
@@ -665,8 +673,8 @@ pub(crate) fn started(call: &'static str, request: Request) {
 }
 
 /// `request` (its handle before the completing call) completed with `status`:
-/// `gyr.mpi.complete`, and a receive's `gyr.msg.recv`.
-pub(crate) fn completed(request: Request, status: &Status) {
+/// `gyr.mpi.complete`, and a receive's `gyr.msg.recv`, both stamped `at`.
+pub(crate) fn completed(request: Request, status: &Status, at: gyr::Stamp) {
     let key = request as usize;
     let mut t = lock(&REQUESTS);
     let Some(t) = t.as_mut() else { return };
@@ -688,12 +696,15 @@ pub(crate) fn completed(request: Request, status: &Status) {
     let mut cancelled: c_int = 0;
     // SAFETY: a status the MPI library filled, and an out-parameter.
     unsafe { ffi::test_cancelled(status, &mut cancelled) };
-    gyr::emit(&MpiComplete {
-        request: id,
-        cancelled: cancelled != 0,
-    });
+    gyr::emit_at(
+        &MpiComplete {
+            request: id,
+            cancelled: cancelled != 0,
+        },
+        at,
+    );
     if recv && cancelled == 0 {
-        received_on(&comm, status);
+        received_on(&comm, status, at);
     }
 }
 

@@ -120,6 +120,8 @@ fn mpirun(dir: &Path, bin: &Path, args: &[&str]) -> Output {
 struct Ev {
     name: String,
     thread: u64,
+    /// The record's time stamp, in ns.
+    ts: u64,
     values: Vec<Value>,
 }
 
@@ -169,6 +171,7 @@ impl Trace {
         reader.for_each_item(|item| match item {
             Item::Record { record, .. } => raw.push((
                 record.thread,
+                record.header.timestamp,
                 record.header.type_id,
                 record.payload.to_vec(),
             )),
@@ -178,11 +181,12 @@ impl Trace {
         let schemas = reader.schemas().clone();
         let events = raw
             .into_iter()
-            .filter_map(|(thread, ty, payload)| {
+            .filter_map(|(thread, ts, ty, payload)| {
                 let schema = schemas.get(&ty)?;
                 Some(Ev {
                     name: schema.name.clone(),
                     thread,
+                    ts,
                     values: decode(schema, &payload).expect("payloads decode"),
                 })
             })
@@ -398,6 +402,54 @@ fn every_send_matches_exactly_one_receive() {
             "persistent, started twice"
         );
         assert_eq!(sent[&(r, (r + 3) % 4, 0, 15)], [20]);
+    }
+}
+
+/// A call's message shares one clock reading with the event beside it (`gyr::emit_at`): a send
+/// has its call's begin time, a receive (and a request's completion) its call's end time; and
+/// no thread's events go back in time.
+#[test]
+fn a_message_shares_its_call_s_begin_or_end_time() {
+    let Some(run) = c_run() else { return };
+    for rank in 0..RANKS {
+        let t = run.trace(rank);
+        let mut last: HashMap<u64, u64> = HashMap::new();
+        // Per thread: the open call's name and begin time, and what must end with it.
+        let mut open: HashMap<u64, (String, u64, Vec<u64>)> = HashMap::new();
+        let (mut sends, mut recvs) = (0, 0);
+        for e in &t.events {
+            let before = last.insert(e.thread, e.ts).unwrap_or(0);
+            assert!(e.ts >= before, "rank {rank}: {} went back in time", e.name);
+            match e.name.as_str() {
+                "gyr.mpi.begin" => {
+                    open.insert(e.thread, (e.s(0).to_owned(), e.ts, Vec::new()));
+                }
+                "gyr.msg.send" => {
+                    let (call, begin, _) = &open[&e.thread];
+                    // A persistent send is recorded when `MPI_Start(all)` starts it, after
+                    // the request's own event.
+                    if !call.starts_with("MPI_Start") {
+                        assert_eq!(e.ts, *begin, "rank {rank}: {call}'s send");
+                        sends += 1;
+                    }
+                }
+                "gyr.msg.recv" | "gyr.mpi.complete" => {
+                    open.get_mut(&e.thread).expect("inside a call").2.push(e.ts);
+                    recvs += usize::from(e.name == "gyr.msg.recv");
+                }
+                "gyr.mpi.end" => {
+                    let (call, _, ends) = open.remove(&e.thread).expect("an end after its begin");
+                    for ts in ends {
+                        assert_eq!(ts, e.ts, "rank {rank}: {call}'s receive or completion");
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            sends > 5 && recvs > 5,
+            "rank {rank}: {sends} sends, {recvs} receives"
+        );
     }
 }
 

@@ -59,7 +59,7 @@ pub mod sync;
 pub mod thread;
 
 pub use batch::Batch;
-pub use clock::now_ns;
+pub use clock::{Stamp, now_ns};
 pub use dynamic::{DynamicSensor, LoadSpecError, load_spec};
 pub use exit::DEFAULT_EXIT_DEADLINE;
 pub use registry::{LOST_TYPE_ID, RegisterError, SensorType, schema_by_name, schemas};
@@ -69,7 +69,7 @@ pub use runtime::{
     Summary, after_fork_in_child, flush, init, shutdown,
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
-pub use sensor::{Sensor, SensorField, SensorInstance, emit};
+pub use sensor::{Sensor, SensorField, SensorInstance, emit, emit_at};
 pub use sink::{CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink};
 
 pub use gyr_core;

@@ -57,6 +57,22 @@ pub fn send_on(comm: u64, peer: u32, tag: i32, bytes: u64) {
     });
 }
 
+/// [`send_on`], stamped `at`: the time stamp of an event recorded just before it (an MPI send's
+/// call begin), read once for both (see [`emit_at`](crate::emit_at)). A send stamped a little
+/// early still cannot arrive before it left, which clock correction relies on.
+#[inline]
+pub fn send_on_at(comm: u64, peer: u32, tag: i32, bytes: u64, at: crate::Stamp) {
+    crate::emit_at(
+        &MsgSend {
+            peer,
+            tag,
+            bytes,
+            comm,
+        },
+        at,
+    );
+}
+
 /// Records that a message of `bytes` bytes from rank `peer` with tag `tag` has arrived; call it
 /// just after the program's receive returned.
 #[inline]
@@ -73,6 +89,22 @@ pub fn recv_on(comm: u64, peer: u32, tag: i32, bytes: u64) {
         bytes,
         comm
     });
+}
+
+/// [`recv_on`], stamped `at`: the time stamp of an event recorded just after it (an MPI
+/// receive's call end), read once for both (see [`emit_at`](crate::emit_at)); a receive stamped
+/// a little late still arrived after it left.
+#[inline]
+pub fn recv_on_at(comm: u64, peer: u32, tag: i32, bytes: u64, at: crate::Stamp) {
+    crate::emit_at(
+        &MsgRecv {
+            peer,
+            tag,
+            bytes,
+            comm,
+        },
+        at,
+    );
 }
 
 #[cfg(test)]

@@ -29,6 +29,9 @@ pub(crate) struct ThreadBuffer {
     producer: crate::ring::Producer,
     clock: &'static Clock,
     seq: u64,
+    /// The time stamp of the thread's last record: a stamp read earlier and handed to
+    /// [`record_at`] is raised to it, so that a thread's records never go back in time.
+    last: u64,
     perturbation: u64,
     policy: Policy,
     /// Per-thread counters for every-Nth rate limits, by the address of the limits.
@@ -122,6 +125,16 @@ pub(crate) fn set_role(role: &str, index: u64) {
 pub(crate) fn record(id: u32, len: usize, encode: impl FnOnce(&mut [u8])) {
     if let Some(mut b) = buffer() {
         b.write(id, len, encode)
+    }
+}
+
+/// As [`record`], stamped `at` (raw ticks of the same clock, read by the caller) rather than
+/// with a clock reading of its own, or with the thread's last record's stamp if that is later.
+#[inline(always)]
+pub(crate) fn record_at(id: u32, at: u64, len: usize, encode: impl FnOnce(&mut [u8])) {
+    if let Some(mut b) = buffer() {
+        let at = at.max(b.last);
+        b.write_stamped(at, id, len, encode)
     }
 }
 
@@ -341,6 +354,7 @@ fn attach(slot: &mut Option<ThreadBuffer>, epoch: u64) -> Option<&mut ThreadBuff
         producer,
         clock: clock(),
         seq: 0,
+        last: 0,
         perturbation: 0,
         policy,
         nth: HashMap::new(),
@@ -352,6 +366,19 @@ impl ThreadBuffer {
     #[inline(always)]
     fn write(&mut self, type_id: u32, payload_len: usize, encode: impl FnOnce(&mut [u8])) {
         let timestamp = self.clock.raw();
+        self.write_stamped(timestamp, type_id, payload_len, encode)
+    }
+
+    /// [`ThreadBuffer::write`] with the time stamp given, no earlier than `self.last`.
+    #[inline(always)]
+    fn write_stamped(
+        &mut self,
+        timestamp: u64,
+        type_id: u32,
+        payload_len: usize,
+        encode: impl FnOnce(&mut [u8]),
+    ) {
+        self.last = timestamp;
         self.seq += 1;
         let len = RECORD_HEADER_LEN + payload_len;
         let r = match self.entry.ring.try_reserve(&mut self.producer, len) {

@@ -229,6 +229,39 @@ pub fn emit<E: Sensor>(event: &E) {
     }
 }
 
+/// Records `event`, if its sensor is on, stamped `at` rather than with a clock reading of its
+/// own: for events that happen at one instant, so that the clock is read once for them (an MPI
+/// call's begin and the message it sends, a receive's message and the call's end).
+///
+/// A thread's records never go back in time: a stamp older than the thread's last record
+/// (read before another event was recorded) is raised to that record's. An event of a type
+/// that is rate-limited or watched by a steering rule reads the clock itself.
+#[inline(always)]
+pub fn emit_at<E: Sensor>(event: &E, at: crate::clock::Stamp) {
+    let ty = E::sensor_type();
+    let state = ty.state.load(Ordering::Relaxed);
+    if state == STATE_ON {
+        let id = ty.id.load(Ordering::Relaxed);
+        producer::record_at(id, at.0, event.encoded_len(), |out| event.encode(out));
+    } else if state != STATE_OFF {
+        emit_slow_at(ty, event, at);
+    }
+}
+
+/// [`emit_slow`] for [`emit_at`]: a type used for the first time is stamped `at` too.
+#[cold]
+#[inline(never)]
+fn emit_slow_at<E: Sensor>(ty: &'static SensorType, event: &E, at: crate::clock::Stamp) {
+    if ty.id() == 0 && !register_or_report(ty, E::NAME, E::fields) {
+        return;
+    }
+    if ty.state.load(Ordering::Relaxed) == STATE_ON {
+        producer::record_at(ty.id(), at.0, event.encoded_len(), |out| event.encode(out));
+    } else {
+        emit_limited(ty, &ty.limits, event.encoded_len(), |out| event.encode(out));
+    }
+}
+
 /// [`emit`] once the switch's `state` is loaded (and not off): what [`emit!`] expands to.
 #[doc(hidden)]
 #[inline(always)]

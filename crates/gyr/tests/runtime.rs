@@ -73,6 +73,67 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
     assert_eq!(mem.end().unwrap().records, summary.records);
 }
 
+/// `emit_at`: the events given one clock reading share it, and a reading older than the
+/// thread's last record is raised to that record's time, so a thread's records never go back in
+/// time; a sensor switched off records nothing.
+#[test]
+fn a_stamp_read_once_stamps_its_events_and_never_goes_back() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let before = gyr::now_ns();
+    let first = gyr::Stamp::now();
+    let after = gyr::now_ns();
+    std::thread::sleep(Duration::from_millis(5));
+    // A type's first event registers it, and is still stamped as asked.
+    gyr::emit_at(&Stamped { n: 0 }, first);
+    let early = gyr::Stamp::now();
+    std::thread::sleep(Duration::from_millis(2));
+    Tick { thread: 9, n: 0 }.emit();
+    gyr::emit_at(&Tick { thread: 9, n: 1 }, early);
+    std::thread::sleep(Duration::from_millis(2));
+    let at = gyr::Stamp::now();
+    gyr::emit_at(&Tick { thread: 9, n: 2 }, at);
+    gyr::emit_at(&Tick { thread: 9, n: 3 }, at);
+    set_enabled(&Target::Type("tick".into()), false);
+    gyr::emit_at(&Tick { thread: 9, n: 4 }, at);
+    set_enabled(&Target::Type("tick".into()), true);
+    Tick { thread: 9, n: 5 }.emit();
+    rt.shutdown();
+    let ticks = mem.events("tick");
+    let ns: Vec<u64> = ticks
+        .iter()
+        .map(|(_, v)| match v[1] {
+            Value::UInt(n) => n,
+            ref v => panic!("{v:?}"),
+        })
+        .collect();
+    assert_eq!(ns, [0, 1, 2, 3, 5], "the one switched off is not recorded");
+    let ts: Vec<u64> = ticks.iter().map(|(r, _)| r.timestamp).collect();
+    assert_eq!(
+        ts[1], ts[0],
+        "an older stamp is raised to the last record's"
+    );
+    assert!(
+        ts[2] > ts[1] + 1_000_000,
+        "a stamp read later is used: {ts:?}"
+    );
+    assert_eq!(ts[2], ts[3], "one reading, two events");
+    assert!(ts[4] >= ts[3]);
+    let stamped = mem.events("stamped");
+    assert_eq!(stamped.len(), 1);
+    let t = stamped[0].0.timestamp;
+    assert!(
+        before.saturating_sub(1) <= t && t <= after + 1,
+        "stamped when asked: {before} <= {t} <= {after}"
+    );
+}
+
+#[derive(Sensor)]
+struct Stamped {
+    n: u64,
+}
+
 /// Every event of 8 threads × 1M arrives exactly once, and per-thread sequence numbers have no
 /// gaps (Block policy).
 #[test]

@@ -21,8 +21,8 @@ macro_rules! f_send {
             let real = || unsafe { ffi::$real(buf, count, dt, dest, tag, comm, ierr) };
             let Some(mut call) = Call::begin(stringify!($name)) else { return real() };
             // SAFETY: the program's handles and integers.
-            call.record(|| unsafe {
-                track::sent(self::comm(comm), v(dest), v(tag), v(count), datatype(dt))
+            call.record_at(|at| unsafe {
+                track::sent(self::comm(comm), v(dest), v(tag), v(count), datatype(dt), at)
             });
             call.real(real);
             end(call, ierr)
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn mpi_recv_(
     call.real(|| unsafe { ffi::f_recv(buf, count, dt, source, tag, comm, st, ierr) });
     // SAFETY: the ierr the call wrote, and the program's communicator.
     if unsafe { *ierr } == ffi::SUCCESS {
-        call.record(|| track::received(unsafe { self::comm(comm) }, &c_status(st)));
+        call.record_at(|at| track::received(unsafe { self::comm(comm) }, &c_status(st), at));
     }
     end(call, ierr)
 }
@@ -111,19 +111,20 @@ pub unsafe extern "C" fn mpi_sendrecv_(
         return real(status);
     };
     // SAFETY: the program's handles and integers.
-    call.record(|| unsafe {
+    call.record_at(|at| unsafe {
         track::sent(
             self::comm(comm),
             v(dest),
             v(sendtag),
             v(sendcount),
             datatype(sendtype),
+            at,
         )
     });
     call.real(|| real(st));
     // SAFETY: the ierr the call wrote, and the program's communicator.
     if unsafe { *ierr } == ffi::SUCCESS {
-        call.record(|| track::received(unsafe { self::comm(comm) }, &c_status(st)));
+        call.record_at(|at| track::received(unsafe { self::comm(comm) }, &c_status(st), at));
     }
     end(call, ierr)
 }
@@ -146,7 +147,7 @@ macro_rules! f_post {
             // SAFETY: the program's handles and integers.
             let (c, t, p, g, n) = unsafe { (self::comm(comm), datatype(dt), v(peer), v(tag), v(count)) };
             if !$recv && !$persistent {
-                call.record(|| track::sent(c, p, g, n, t));
+                call.record_at(|at| track::sent(c, p, g, n, t, at));
             }
             call.real(real);
             // SAFETY: the ierr and request the call wrote.
@@ -195,7 +196,7 @@ pub unsafe extern "C" fn mpi_wait_(req: F, status: F, ierr: F) {
     call.real(|| unsafe { ffi::f_wait(req, st, ierr) });
     // SAFETY: the ierr the call wrote.
     if unsafe { *ierr } == ffi::SUCCESS && track::live(before) {
-        call.record(|| track::completed(before, &c_status(st)));
+        call.record_at(|at| track::completed(before, &c_status(st), at));
     }
     end(call, ierr)
 }
@@ -222,7 +223,7 @@ pub unsafe extern "C" fn mpi_waitall_(count: F, reqs: F, statuses: F, ierr: F) {
     // SAFETY: the ierr the call wrote.
     if unsafe { *ierr } == ffi::SUCCESS {
         // SAFETY: `count` statuses, filled.
-        call.record(|| unsafe { completed_at(&before, st, 0..n) });
+        call.record_at(|at| unsafe { completed_at(&before, st, 0..n, at) });
     }
     end(call, ierr)
 }
@@ -253,28 +254,33 @@ fn f_statuses_or(n: usize, statuses: F, ours: &mut Vec<Fint>) -> F {
 }
 
 /// Records the completion of `before[i]` with the i-th Fortran status at `st`, for every `i`
-/// in `which`.
+/// in `which`, stamped `at`.
 ///
 /// # Safety
 ///
 /// `st` holds a status for every index in `which`.
-unsafe fn completed_at(before: &[Request], st: F, which: impl Iterator<Item = usize>) {
+unsafe fn completed_at(
+    before: &[Request],
+    st: F,
+    which: impl Iterator<Item = usize>,
+    at: gyr::Stamp,
+) {
     for i in which {
         if let Some(&r) = before.get(i)
             && track::live(r)
         {
             // SAFETY: the caller's promise.
-            track::completed(r, &c_status(unsafe { st.add(i * F_STATUS_SIZE) }));
+            track::completed(r, &c_status(unsafe { st.add(i * F_STATUS_SIZE) }), at);
         }
     }
 }
 
-/// Records the completion of `before[i]` with the single Fortran status at `st`.
-fn completed_one(before: &[Request], i: usize, st: F) {
+/// Records the completion of `before[i]` with the single Fortran status at `st`, stamped `at`.
+fn completed_one(before: &[Request], i: usize, st: F, at: gyr::Stamp) {
     if let Some(&r) = before.get(i)
         && track::live(r)
     {
-        track::completed(r, &c_status(st));
+        track::completed(r, &c_status(st), at);
     }
 }
 
@@ -313,19 +319,20 @@ pub unsafe extern "C" fn mpi_sendrecv_replace_(
         return real(status);
     };
     // SAFETY: the program's handles and integers.
-    call.record(|| unsafe {
+    call.record_at(|at| unsafe {
         track::sent(
             self::comm(comm),
             v(dest),
             v(sendtag),
             v(count),
             datatype(dt),
+            at,
         )
     });
     call.real(|| real(st));
     // SAFETY: the ierr the call wrote, and the program's communicator.
     if unsafe { *ierr } == ffi::SUCCESS {
-        call.record(|| track::received(unsafe { self::comm(comm) }, &c_status(st)));
+        call.record_at(|at| track::received(unsafe { self::comm(comm) }, &c_status(st), at));
     }
     end(call, ierr)
 }
@@ -459,7 +466,7 @@ pub unsafe extern "C" fn mpi_test_(req: F, flag: F, status: F, ierr: F) {
     call.real(|| unsafe { ffi::f_test(req, flag, st, ierr) });
     // SAFETY: the ierr and flag the call wrote.
     if unsafe { *ierr == ffi::SUCCESS && *flag != 0 } && track::live(before) {
-        call.record(|| track::completed(before, &c_status(st)));
+        call.record_at(|at| track::completed(before, &c_status(st), at));
     }
     end(call, ierr)
 }
@@ -486,7 +493,7 @@ pub unsafe extern "C" fn mpi_testall_(count: F, reqs: F, flag: F, statuses: F, i
     // SAFETY: the ierr and flag the call wrote.
     if unsafe { *ierr == ffi::SUCCESS && *flag != 0 } {
         // SAFETY: `count` statuses, filled.
-        call.record(|| unsafe { completed_at(&before, st, 0..n) });
+        call.record_at(|at| unsafe { completed_at(&before, st, 0..n, at) });
     }
     end(call, ierr)
 }
@@ -512,7 +519,7 @@ pub unsafe extern "C" fn mpi_waitany_(count: F, reqs: F, index: F, status: F, ie
     if unsafe { *ierr } == ffi::SUCCESS
         && let Some(i) = f_index(unsafe { *index })
     {
-        call.record(|| completed_one(&before, i, st));
+        call.record_at(|at| completed_one(&before, i, st, at));
     }
     end(call, ierr)
 }
@@ -538,7 +545,7 @@ pub unsafe extern "C" fn mpi_testany_(count: F, reqs: F, index: F, flag: F, stat
     if unsafe { *ierr == ffi::SUCCESS && *flag != 0 }
         && let Some(i) = f_index(unsafe { *index })
     {
-        call.record(|| completed_one(&before, i, st));
+        call.record_at(|at| completed_one(&before, i, st, at));
     }
     end(call, ierr)
 }
@@ -570,14 +577,14 @@ macro_rules! f_some {
             // SAFETY: the ierr and count the call wrote.
             let (rc, done) = unsafe { (*ierr, *outcount) };
             if rc == ffi::SUCCESS && done != ffi::UNDEFINED && done > 0 {
-                call.record(|| {
+                call.record_at(|at| {
                     for k in 0..(done as usize).min(n) {
                         // SAFETY: the call wrote `done` indices, and the status of the k-th
                         // completed request as the k-th status.
                         let i = unsafe { *indices.add(k) };
                         if let Some(i) = f_index(i) {
                             // SAFETY: as above.
-                            completed_one(&before, i, unsafe { st.add(k * F_STATUS_SIZE) });
+                            completed_one(&before, i, unsafe { st.add(k * F_STATUS_SIZE) }, at);
                         }
                     }
                 });
