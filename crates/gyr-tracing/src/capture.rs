@@ -329,7 +329,7 @@ impl Capture {
                 4 => take(1).map(|b| Val::Bool(b[0] != 0)),
                 5 => take(4)
                     .map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize)
-                    .and_then(|len| take(len))
+                    .and_then(&mut take)
                     .map(|b| std::str::from_utf8(b).unwrap_or(""))
                     .map(|s| {
                         let (start, len) = cap.push_str(s);
