@@ -3,7 +3,9 @@
 //! reference-count updates).
 //!
 //! A thread holds at most [`DEPTH`] entries; a span entered deeper, or exited without an entry
-//! here (on another thread, by a hand-written subscriber call), is looked up as before.
+//! here (on another thread, by a hand-written subscriber call), is looked up as before. An
+//! entry cannot outlive its span's id: the registry keeps a span open while it is on a
+//! thread's stack of entered spans, which an exit on this thread pops together with ours.
 
 use std::cell::Cell;
 
