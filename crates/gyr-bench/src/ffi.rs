@@ -28,6 +28,19 @@ use std::time::Instant;
 use tracing::Dispatch;
 use tracing_subscriber::layer::{Layer, SubscriberExt};
 
+/// The parts of the benchmark, for `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Part {
+    /// The `tracing` cases and gyr's typed sensor beside them.
+    Tracing,
+    /// C and Fortran sensors against a Rust sensor of the same shape.
+    Native,
+    /// The Python package's trace reader.
+    Read,
+    /// Python sensors against a plain Python call.
+    Python,
+}
+
 /// One figure: its JSON name, what it measures, and how.
 pub(crate) struct Case {
     /// The figure's name in the JSON line (ns per event).
@@ -215,8 +228,42 @@ fn rounds(setup: &Setup, cases: &[Case], rounds: usize, n: u64) -> anyhow::Resul
     Ok(runs)
 }
 
-pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
+pub(crate) fn run(json: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> {
+    let want = |p: Part| only.is_empty() || only.contains(&p);
     let (n, rounds_n) = if quick { (20_000, 3) } else { (200_000, 9) };
+    let mut out = Map::new();
+    if want(Part::Tracing) {
+        tracing_cases(&mut out, n, rounds_n)?;
+    }
+    if want(Part::Native) {
+        let native = crate::ffi_native::measure(quick)?;
+        println!(
+            "  sensor, 24-byte event: Rust {:.1} ns, C {:.1} ns ({:.2}x), Fortran {:.1} ns ({:.2}x)",
+            native.rust_sensor_ns,
+            native.c_sensor_ns,
+            native.c_sensor_ns / native.rust_sensor_ns,
+            native.fortran_sensor_ns,
+            native.fortran_sensor_ns / native.rust_sensor_ns
+        );
+        if let Value::Object(m) = native.json() {
+            out.extend(m);
+        }
+    }
+    if want(Part::Read) {
+        out.extend(crate::python_read::measure(quick)?);
+    }
+    if want(Part::Python) {
+        out.extend(crate::ffi_python::measure(quick));
+    }
+    std::io::stdout().flush()?;
+    if json {
+        println!("{}", Value::Object(out));
+    }
+    Ok(())
+}
+
+/// The `tracing` cases, alternating round after round, into `out`.
+fn tracing_cases(out: &mut Map<String, Value>, n: u64, rounds_n: usize) -> anyhow::Result<()> {
     let mut setup = Setup::new()?;
     let cases = cases();
     let runs = rounds(&setup, &cases, rounds_n, n)?;
@@ -224,7 +271,6 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
     drop(setup.guard.take());
     let dropped = setup.dropped.dropped_lines();
 
-    let mut out = Map::new();
     println!("ffi: best of {rounds_n} alternating rounds of {n} events, ns per event");
     for (c, r) in cases.iter().zip(&runs) {
         let b = best(r);
@@ -245,35 +291,19 @@ pub(crate) fn run(json: bool, quick: bool) -> anyhow::Result<()> {
             out.insert((*name).into(), json!(r));
         }
     }
-    let native = crate::ffi_native::measure(quick)?;
-    println!(
-        "  sensor, 24-byte event: Rust {:.1} ns, C {:.1} ns ({:.2}x), Fortran {:.1} ns ({:.2}x)",
-        native.rust_sensor_ns,
-        native.c_sensor_ns,
-        native.c_sensor_ns / native.rust_sensor_ns,
-        native.fortran_sensor_ns,
-        native.fortran_sensor_ns / native.rust_sensor_ns
-    );
-    if let Value::Object(m) = native.json() {
-        out.extend(m);
-    }
-    out.extend(crate::python_read::measure(quick)?);
-    out.extend(crate::ffi_python::measure(quick));
     println!("  capture lines dropped by the non-blocking writer: {dropped}");
     out.insert("tracing_capture_dropped_lines".into(), json!(dropped));
-    out.insert(
-        "layer_at_most_capture".into(),
-        json!(
-            out.get("ratio_layer_vs_capture")
-                .and_then(Value::as_f64)
-                .map(|r| r <= 1.0)
+    for (name, ratio) in [
+        ("layer_at_most_capture", "ratio_layer_vs_capture"),
+        (
+            "layer_span_at_most_capture_span",
+            "ratio_layer_span_vs_capture_span",
         ),
-    );
+    ] {
+        let met = out.get(ratio).and_then(Value::as_f64).map(|r| r <= 1.0);
+        out.insert(name.into(), json!(met));
+    }
     out.insert("events_per_run".into(), json!(n));
     out.insert("rounds".into(), json!(rounds_n));
-    std::io::stdout().flush()?;
-    if json {
-        println!("{}", Value::Object(out));
-    }
     Ok(())
 }

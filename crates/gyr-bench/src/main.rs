@@ -68,6 +68,11 @@ enum Bench {
         /// Fewer, shorter rounds (for smoke tests); figures are noisier.
         #[arg(long)]
         quick: bool,
+        /// Run only these parts (repeatable): tracing (the `tracing` cases and gyr's typed
+        /// sensor), native (C and Fortran sensors), read (the Python trace reader), python
+        /// (Python sensors). The JSON then holds only their figures.
+        #[arg(long, value_name = "PART")]
+        only: Vec<ffi::Part>,
     },
     /// The hub: events/s from 8 simulated processes against the transport floor; latency from
     /// a sensor to a gRPC subscriber of the hub and to a WebSocket page.
@@ -211,7 +216,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Sensors { json, quick, only } => sensors::run(json, quick, &only),
         Bench::CaptureChild(spec) => capture::child(spec),
         Bench::Steering { json, quick } => steering::run(json, quick),
-        Bench::Ffi { json, quick } => ffi::run(json, quick),
+        Bench::Ffi { json, quick, only } => ffi::run(json, quick, &only),
         Bench::Hub { json, quick } => hub::run(json, quick),
         Bench::Web { json, quick } => web::run(json, quick),
         Bench::Rules { json, quick } => rules::run(json, quick),

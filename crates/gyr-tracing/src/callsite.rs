@@ -92,13 +92,38 @@ impl Callsite {
     /// registering it on first use within `budget`.
     #[inline]
     pub(crate) fn emit(&self, vals: &[Val], text: &[u8], budget: &Budget) -> Outcome {
-        let sig = capture::signature(vals);
+        self.emit_with(
+            capture::signature(vals),
+            capture::encoded_len(vals),
+            |out| capture::encode(vals, text, out),
+            budget,
+        )
+    }
+
+    /// Records a payload encoded already (a span's fields, encoded once when they were
+    /// recorded) under the schema of `sig`.
+    #[inline]
+    pub(crate) fn emit_encoded(&self, sig: Signature, payload: &[u8], budget: &Budget) -> Outcome {
+        self.emit_with(
+            sig,
+            payload.len(),
+            |out| out.copy_from_slice(payload),
+            budget,
+        )
+    }
+
+    #[inline]
+    fn emit_with(
+        &self,
+        sig: Signature,
+        len: usize,
+        encode: impl Fn(&mut [u8]),
+        budget: &Budget,
+    ) -> Outcome {
         for slot in &self.variants {
             match slot.get() {
                 Some(v) if v.sig == sig => {
-                    v.sensor.emit_encoded(capture::encoded_len(vals), |out| {
-                        capture::encode(vals, text, out)
-                    });
+                    v.sensor.emit_encoded(len, &encode);
                     return Outcome::Done;
                 }
                 Some(_) => continue,
@@ -107,9 +132,7 @@ impl Callsite {
         }
         match self.register(sig, budget) {
             Some(sensor) => {
-                sensor.emit_encoded(capture::encoded_len(vals), |out| {
-                    capture::encode(vals, text, out)
-                });
+                sensor.emit_encoded(len, &encode);
                 Outcome::Done
             }
             None => Outcome::Unrecorded,

@@ -223,52 +223,126 @@ impl Visit for Capture {
     }
 }
 
-/// A span's values, kept in its extensions from `new_span` on and updated by `record`.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct SpanValues {
-    pub(crate) vals: Vec<Val>,
-    pub(crate) text: Vec<u8>,
+/// Payload bytes of a span's fields kept inside its extension; longer payloads take an
+/// allocation of their own.
+const INLINE: usize = 64;
+
+/// A span's fields, kept in its extensions from `new_span` on and updated by `record`:
+/// encoded once in gyr's payload layout, so that each enter copies them into the ring as they
+/// are, and held inline, so that a span with short fields costs one allocation (the
+/// extension's) where owned values and text would cost three.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SpanFields {
+    /// The types of the fields: which schema of the span's call site they are recorded under.
+    pub(crate) sig: Signature,
+    enc: Encoded,
 }
 
-impl SpanValues {
-    /// The values of `cap`, owned.
+#[derive(Debug, Clone, PartialEq)]
+enum Encoded {
+    Inline { len: u8, buf: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl SpanFields {
+    /// The values of `cap`, encoded.
     pub(crate) fn from_capture(cap: &Capture) -> Self {
-        SpanValues {
-            vals: cap.vals().to_vec(),
-            text: cap.text().to_vec(),
+        let vals = cap.vals();
+        let len = encoded_len(vals);
+        let enc = if len <= INLINE {
+            let mut buf = [0; INLINE];
+            encode(vals, cap.text(), &mut buf[..len]);
+            Encoded::Inline {
+                len: len as u8,
+                buf,
+            }
+        } else {
+            let mut buf = vec![0; len].into_boxed_slice();
+            encode(vals, cap.text(), &mut buf);
+            Encoded::Heap(buf)
+        };
+        SpanFields {
+            sig: signature(vals),
+            enc,
         }
     }
 
-    /// Takes the values `cap` recorded (later `record` calls win), keeping the others; the
-    /// text stays within [`MAX_TEXT`].
-    pub(crate) fn update(&mut self, cap: &Capture) {
-        let mut text = Vec::with_capacity(self.text.len() + cap.text().len());
-        let n = self.vals.len().max(cap.vals().len());
-        self.vals.resize(n, Val::Absent);
-        for (i, v) in self.vals.iter_mut().enumerate() {
-            let (new, src) = match cap.vals().get(i) {
-                Some(c) if *c != Val::Absent => (*c, cap.text()),
-                _ => (*v, &self.text[..]),
+    /// The encoded payload.
+    #[inline]
+    pub(crate) fn payload(&self) -> &[u8] {
+        match &self.enc {
+            Encoded::Inline { len, buf } => &buf[..*len as usize],
+            Encoded::Heap(buf) => buf,
+        }
+    }
+
+    /// Takes the values `cap` recorded (later `record` calls win), keeping the others, of a
+    /// span with `n` fields; the text stays within [`MAX_TEXT`].
+    pub(crate) fn update(&mut self, cap: &Capture, n: usize) {
+        let old = Capture::decode(self.sig, self.payload(), n);
+        let mut merged = Capture::new(n);
+        for i in 0..merged.n {
+            let (v, src) = match cap.vals().get(i) {
+                Some(c) if *c != Val::Absent => (*c, cap),
+                _ => (old.vals[i], &old),
             };
-            *v = match new {
+            merged.vals[i] = match v {
                 Val::Text { start, len } => {
-                    let s = &src[start as usize..(start + len) as usize];
-                    let take = s.len().min(MAX_TEXT - text.len());
-                    let take = (0..=take)
-                        .rev()
-                        .find(|&k| std::str::from_utf8(&s[..k]).is_ok())
-                        .unwrap_or(0);
-                    let at = text.len() as u32;
-                    text.extend_from_slice(&s[..take]);
-                    Val::Text {
-                        start: at,
-                        len: take as u32,
-                    }
+                    let s = src.text_at(start, len);
+                    let (start, len) = merged.push_str(s);
+                    Val::Text { start, len }
                 }
                 other => other,
             };
         }
-        self.text = text;
+        *self = SpanFields::from_capture(&merged);
+    }
+}
+
+impl Capture {
+    /// The text of a range of the text buffer (empty if it is not whole text, which the
+    /// buffer's writers never leave).
+    fn text_at(&self, start: u32, len: u32) -> &str {
+        let range = start as usize..(start as usize).saturating_add(len as usize);
+        self.text()
+            .get(range)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+
+    /// The values of `payload`, encoded by [`encode`] for the signature `sig`, of a call site
+    /// with `n` fields. A payload shorter than `sig` says leaves the rest absent.
+    fn decode(sig: Signature, payload: &[u8], n: usize) -> Self {
+        let mut cap = Capture::new(n);
+        let mut rest = payload;
+        let mut take = |k: usize| -> Option<&[u8]> {
+            let (head, tail) = rest.split_at_checked(k)?;
+            rest = tail;
+            Some(head)
+        };
+        let word = |b: &[u8]| -> [u8; 8] { b.try_into().unwrap_or([0; 8]) };
+        for i in 0..cap.n {
+            let v = match code_at(sig, i) {
+                1 => take(8).map(|b| Val::I64(i64::from_le_bytes(word(b)))),
+                2 => take(8).map(|b| Val::U64(u64::from_le_bytes(word(b)))),
+                3 => take(8).map(|b| Val::F64(f64::from_le_bytes(word(b)))),
+                4 => take(1).map(|b| Val::Bool(b[0] != 0)),
+                5 => take(4)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize)
+                    .and_then(&mut take)
+                    .map(|b| std::str::from_utf8(b).unwrap_or(""))
+                    .map(|s| {
+                        let (start, len) = cap.push_str(s);
+                        Val::Text { start, len }
+                    }),
+                _ => continue,
+            };
+            match v {
+                Some(v) => cap.vals[i] = v,
+                None => break,
+            }
+        }
+        cap
     }
 }
 
@@ -326,29 +400,77 @@ mod tests {
         );
     }
 
+    /// The text of field `i` of `f`'s fields, decoded.
+    fn text_of(f: &SpanFields, n: usize, i: usize) -> String {
+        let cap = Capture::decode(f.sig, f.payload(), n);
+        match cap.vals[i] {
+            Val::Text { start, len } => cap.text_at(start, len).to_owned(),
+            other => panic!("not text: {other:?}"),
+        }
+    }
+
     #[test]
-    fn span_values_update_keeps_unrecorded_fields() {
+    fn span_fields_decode_to_what_was_encoded() {
+        let mut cap = Capture::new(6);
+        cap.vals[0] = Val::I64(-3);
+        let (start, len) = cap.push_str("héllo");
+        cap.vals[1] = Val::Text { start, len };
+        cap.vals[2] = Val::F64(0.25);
+        // Field 3 absent.
+        cap.vals[4] = Val::Bool(true);
+        cap.vals[5] = Val::U64(u64::MAX);
+        let f = SpanFields::from_capture(&cap);
+        assert!(matches!(f.enc, Encoded::Inline { .. }));
+        let back = Capture::decode(f.sig, f.payload(), 6);
+        assert_eq!(back.vals(), cap.vals());
+        assert_eq!(back.text(), cap.text());
+        assert_eq!(SpanFields::from_capture(&back), f);
+    }
+
+    #[test]
+    fn long_span_fields_are_kept_whole() {
+        let mut cap = Capture::new(2);
+        let (start, len) = cap.push_str(&"x".repeat(300));
+        cap.vals[0] = Val::Text { start, len };
+        cap.vals[1] = Val::U64(9);
+        let f = SpanFields::from_capture(&cap);
+        assert!(matches!(f.enc, Encoded::Heap(_)));
+        assert_eq!(f.payload().len(), 4 + 300 + 8);
+        assert_eq!(text_of(&f, 2, 0), "x".repeat(300));
+    }
+
+    #[test]
+    fn a_short_payload_decodes_to_absent_fields() {
+        let mut cap = Capture::new(2);
+        cap.vals[0] = Val::U64(1);
+        cap.vals[1] = Val::U64(2);
+        let f = SpanFields::from_capture(&cap);
+        let back = Capture::decode(f.sig, &f.payload()[..12], 2);
+        assert_eq!(back.vals(), &[Val::U64(1), Val::Absent]);
+    }
+
+    #[test]
+    fn span_fields_update_keeps_unrecorded_fields() {
         let mut first = Capture::new(3);
         let (s, l) = first.push_str("one");
         first.vals[0] = Val::Text { start: s, len: l };
         first.vals[1] = Val::U64(1);
-        let mut span = SpanValues::from_capture(&first);
+        let mut span = SpanFields::from_capture(&first);
         let mut later = Capture::new(3);
         let (s, l) = later.push_str("two!");
         later.vals[2] = Val::Text { start: s, len: l };
         later.vals[1] = Val::U64(2);
-        span.update(&later);
-        assert_eq!(span.vals[1], Val::U64(2));
-        let text = |v: Val| match v {
-            Val::Text { start, len } => {
-                std::str::from_utf8(&span.text[start as usize..(start + len) as usize])
-                    .unwrap()
-                    .to_owned()
-            }
-            other => panic!("not text: {other:?}"),
-        };
-        assert_eq!(text(span.vals[0]), "one");
-        assert_eq!(text(span.vals[2]), "two!");
-        assert_eq!(span.text.len(), 7);
+        span.update(&later, 3);
+        let cap = Capture::decode(span.sig, span.payload(), 3);
+        assert_eq!(cap.vals[1], Val::U64(2));
+        assert_eq!(text_of(&span, 3, 0), "one");
+        assert_eq!(text_of(&span, 3, 2), "two!");
+        assert_eq!(cap.text().len(), 7);
+        // A later value of another type changes the signature.
+        let mut third = Capture::new(3);
+        third.vals[1] = Val::I64(-1);
+        span.update(&third, 3);
+        assert_eq!(code_at(span.sig, 1), 1);
+        assert_eq!(text_of(&span, 3, 2), "two!");
     }
 }

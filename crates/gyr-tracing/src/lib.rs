@@ -43,12 +43,13 @@
 
 mod callsite;
 pub mod capture;
+mod entered;
 
 pub use callsite::{DEFAULT_MAX_CALLSITES, DEFAULT_MAX_SCHEMAS, MAX_VARIANTS, type_name};
 pub use capture::MAX_TEXT;
 
 use callsite::{Budget, Outcome, Table};
-use capture::{Capture, SpanValues};
+use capture::{Capture, SpanFields};
 use gyr::sync::events::{SpanBegin, SpanEnd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,6 +108,14 @@ impl GyrLayer {
     }
 }
 
+impl GyrLayer {
+    /// What tells this layer's entered spans from other layers' on one thread.
+    #[inline]
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+}
+
 impl Inner {
     fn count(&self, outcome: Outcome) {
         if outcome == Outcome::Unrecorded {
@@ -146,7 +155,7 @@ where
         let mut cap = Capture::new(meta.fields().len());
         attrs.record(&mut cap);
         if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(SpanValues::from_capture(&cap));
+            span.extensions_mut().insert(SpanFields::from_capture(&cap));
         }
     }
 
@@ -154,23 +163,30 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let mut cap = Capture::new(span.metadata().fields().len());
+        let n = span.metadata().fields().len();
+        let mut cap = Capture::new(n);
         values.record(&mut cap);
         let mut ext = span.extensions_mut();
-        match ext.get_mut::<SpanValues>() {
-            Some(v) => v.update(&cap),
-            None => ext.insert(SpanValues::from_capture(&cap)),
+        match ext.get_mut::<SpanFields>() {
+            Some(f) => f.update(&cap, n),
+            None => ext.insert(SpanFields::from_capture(&cap)),
         }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        // One registry lookup per callback: the span's metadata and fields come from it, and
+        // its exit finds the name in this thread's entries.
         let Some(span) = ctx.span(id) else {
             return;
         };
         let meta = span.metadata();
         gyr::emit!(SpanBegin { name: meta.name() });
+        entered::push(self.key(), id.into_u64(), meta.name());
+        if meta.fields().is_empty() {
+            return;
+        }
         let ext = span.extensions();
-        let Some(values) = ext.get::<SpanValues>() else {
+        let Some(fields) = ext.get::<SpanFields>() else {
             return;
         };
         let Some(cs) = self.inner.callsites.get(meta) else {
@@ -178,13 +194,18 @@ where
         };
         if !cs.is_off() {
             self.inner
-                .count(cs.emit(&values.vals, &values.text, &self.inner.budget));
+                .count(cs.emit_encoded(fields.sig, fields.payload(), &self.inner.budget));
         }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(meta) = ctx.metadata(id) {
-            gyr::emit!(SpanEnd { name: meta.name() });
-        }
+        let name = match entered::pop(self.key(), id.into_u64()) {
+            Some(name) => name,
+            None => match ctx.metadata(id) {
+                Some(meta) => meta.name(),
+                None => return,
+            },
+        };
+        gyr::emit!(SpanEnd { name });
     }
 }

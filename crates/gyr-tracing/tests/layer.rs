@@ -170,6 +170,91 @@ fn spans_pair_begin_and_end_and_carry_their_fields() {
 }
 
 #[test]
+fn each_enter_records_the_fields_as_record_left_them() {
+    let _g = serial();
+    let mem = record(GyrLayer::new(), || {
+        let label = "x".repeat(100); // longer than the fields kept inline
+        let span = tracing::info_span!(
+            "polled",
+            n = 1_u64,
+            label = label.as_str(),
+            done = tracing::field::Empty
+        );
+        span.in_scope(|| {});
+        span.record("n", 2_u64);
+        span.in_scope(|| {});
+        span.record("done", true);
+        span.record("label", "short");
+        span.in_scope(|| {});
+        // A value of another type.
+        span.record("n", -1_i64);
+        span.in_scope(|| {});
+    });
+    let long = Value::Str("x".repeat(100));
+    let short = Value::Str("short".into());
+    let values = |name: String| -> Vec<Vec<Value>> {
+        mem.events(&name).into_iter().map(|(_, v)| v).collect()
+    };
+    let name = ty("polled", "info");
+    assert_eq!(
+        values(name.clone()),
+        vec![
+            vec![Value::UInt(1), long.clone()],
+            vec![Value::UInt(2), long]
+        ]
+    );
+    // Another set of present fields, then another type: the call site's next schemas.
+    assert_eq!(
+        values(format!("{name}-2")),
+        vec![vec![Value::UInt(2), short.clone(), Value::Bool(true)]]
+    );
+    assert_eq!(
+        values(format!("{name}-3")),
+        vec![vec![Value::Int(-1), short, Value::Bool(true)]]
+    );
+    assert_eq!(mem.events("gyr.span.begin").len(), 4);
+    assert_eq!(mem.events("gyr.span.end").len(), 4);
+}
+
+#[test]
+fn exits_name_their_spans_in_any_order_and_at_any_depth() {
+    let _g = serial();
+    let mem = record(GyrLayer::new(), || {
+        // Exited out of order: `a` before `b`.
+        let a = tracing::info_span!("a").entered();
+        let b = tracing::info_span!("b").entered();
+        drop(a);
+        drop(b);
+        // Deeper than a thread's entries: the deepest exits look their spans up.
+        let spans: Vec<tracing::Span> = (0..40)
+            .map(|i| {
+                let s = match i % 2 {
+                    0 => tracing::info_span!("even", i),
+                    _ => tracing::info_span!("odd", i),
+                };
+                s.in_scope(|| {});
+                s
+            })
+            .collect();
+        let mut guards = Vec::new();
+        for s in &spans {
+            guards.push(s.enter());
+        }
+        while guards.pop().is_some() {}
+    });
+    let ends: Vec<Value> = firsts(&mem, "gyr.span.end");
+    assert_eq!(ends[..2], [Value::Str("a".into()), Value::Str("b".into())]);
+    // 40 spans entered once alone, then all nested, then exited innermost first.
+    let nested: Vec<Value> = (0..40)
+        .rev()
+        .map(|i| Value::Str(if i % 2 == 0 { "even" } else { "odd" }.into()))
+        .collect();
+    assert_eq!(ends.len(), 2 + 40 + 40);
+    assert_eq!(ends[2 + 40..], nested[..]);
+    assert_eq!(firsts(&mem, "gyr.span.begin").len(), ends.len());
+}
+
+#[test]
 fn a_span_entered_on_another_thread_begins_and_ends_there() {
     let _g = serial();
     let threads = Arc::new(Mutex::new(Vec::new()));
