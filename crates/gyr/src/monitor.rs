@@ -97,7 +97,14 @@ impl Walk {
 
 /// Starts one more local monitor.
 pub(crate) fn spawn(shared: &Arc<Shared>) -> std::io::Result<usize> {
-    let mut monitors = lock(&shared.monitors);
+    spawn_locked(shared, &mut lock(&shared.monitors))
+}
+
+/// [`spawn`], with the list of monitors already locked by the caller.
+fn spawn_locked(
+    shared: &Arc<Shared>,
+    monitors: &mut Vec<Arc<MonitorSlot>>,
+) -> std::io::Result<usize> {
     let index = monitors.len();
     let id = shared.next_thread.fetch_add(1, Ordering::Relaxed);
     let s = shared.clone();
@@ -423,7 +430,17 @@ impl Monitor {
             *last = Instant::now();
         }
         self.lagging_passes = 0;
-        let Ok(new) = spawn(&self.shared) else { return };
+        // Spawned and handed its rings under the monitors' lock, under which the runtime's end
+        // sets `stopping`: otherwise a monitor spawned as the runtime ends could finish its
+        // final drain before the rings reached it, and the ring's last records, which no
+        // monitor then drains, would be lost without a count.
+        let mut monitors = lock(&self.shared.monitors);
+        if self.shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(new) = spawn_locked(&self.shared, &mut monitors) else {
+            return;
+        };
         // Hand every other ring of this monitor to the new one.
         let rings = lock(&self.shared.rings);
         for e in rings

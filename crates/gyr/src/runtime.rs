@@ -703,9 +703,14 @@ fn end(shared: &Arc<Shared>, deadline: Option<Instant>) -> Summary {
         return summary_of(shared);
     }
     crate::control::set_running(false);
-    shared.stopping.store(true, Ordering::SeqCst);
+    let monitors: Vec<_> = {
+        // Under the monitors' lock, so that a monitor spawned meanwhile has its rings before
+        // it sees `stopping` (see `Monitor::scale`), and none is spawned after this list.
+        let monitors = lock(&shared.monitors);
+        shared.stopping.store(true, Ordering::SeqCst);
+        monitors.clone()
+    };
     shared.wake_all();
-    let monitors: Vec<_> = lock(&shared.monitors).clone();
     let me = std::thread::current().id();
     for m in monitors {
         let Some(h) = lock(&m.join).take() else {
