@@ -134,10 +134,14 @@ pub(crate) struct Scanner {
 /// Spare payload buffers a scanner keeps.
 const MAX_SPARE: usize = 8;
 
+/// The largest spare buffer kept: a few chunks of the writer's usual size (a rare larger one
+/// is given back, not kept in every spare).
+const MAX_SPARE_BYTES: usize = 4 * crate::trace::DEFAULT_CHUNK_TARGET;
+
 impl Scanner {
     /// Takes back a payload the reader is done with.
     pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
-        if self.spare.len() < MAX_SPARE {
+        if self.spare.len() < MAX_SPARE && buf.capacity() <= MAX_SPARE_BYTES {
             self.spare.push(buf);
         }
     }
