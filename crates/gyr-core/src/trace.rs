@@ -114,7 +114,6 @@ use std::io::{self, Read, Seek, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::mpsc;
-use std::thread;
 
 /// The file's first eight bytes.
 pub const FILE_MAGIC: [u8; 8] = *b"GYRTRACE";
@@ -610,8 +609,8 @@ const READ_AHEAD_CHUNKS: usize = 4;
 /// Reads a trace file, recovering every complete, valid chunk.
 ///
 /// Finding chunks (reading, scanning, checksums) and walking them (parsing blocks, decoding
-/// records) are two halves: with [`TraceReader::read_ahead`] the first runs on a thread of
-/// its own, a few chunks ahead of the second.
+/// records) are two halves: with [`TraceReader::read_ahead`] the first runs on a thread the
+/// caller provides, a few chunks ahead of the second.
 #[derive(Debug)]
 pub struct TraceReader<R> {
     source: Source<R>,
@@ -632,18 +631,25 @@ pub struct TraceReader<R> {
 
 /// Where a reader's chunks come from.
 #[derive(Debug)]
+// One per reader, never in bulk: boxing the common case would only add an indirection.
+#[allow(clippy::large_enum_variant)]
 enum Source<R> {
     /// Found on the walking thread, as it needs them.
     Here(ChunkSource<R>),
-    /// To be found on a read-ahead thread, started by the function given once the walk begins
-    /// (so that inputs opened together do not all read at once).
-    Primed(Box<ChunkSource<R>>, StartFn<R>),
+    /// To be found on a read-ahead thread, started with the spawner given once the walk
+    /// begins (so that inputs opened together do not all read at once).
+    Primed(Box<ChunkSource<R>>, StartFn<R>, Spawn),
     /// Found on a read-ahead thread.
     Ahead(ReadAhead),
 }
 
 /// Starts a read-ahead thread, or gives the source back when no thread can be started.
-type StartFn<R> = fn(Box<ChunkSource<R>>) -> Result<ReadAhead, Box<ChunkSource<R>>>;
+type StartFn<R> = fn(Box<ChunkSource<R>>, Spawn) -> Result<ReadAhead, Box<ChunkSource<R>>>;
+
+/// Runs a job on a thread of the caller's: gyr-core starts no thread of its own, so a reader
+/// that reads ahead ([`TraceReader::read_ahead`]) is given the means to. An error means the job
+/// will not run (the reader then finds its chunks itself).
+pub type Spawn = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
 
 /// The finding half of a reader: reads and checks chunks in file order, noting the damage
 /// between them.
@@ -687,20 +693,22 @@ struct ReadAhead {
     chunks: mpsc::Receiver<Scanned>,
     /// Payloads the walk is done with, back to the thread.
     spare: mpsc::SyncSender<Vec<u8>>,
-    thread: Option<thread::JoinHandle<()>>,
+    /// Closed when the job ends, after a panic's message if it panicked: the reader's join.
+    ended: Option<mpsc::Receiver<String>>,
 }
 
 impl ReadAhead {
-    /// Spawns a thread finding `source`'s chunks.
+    /// Has `spawn` run a job finding `source`'s chunks.
     fn start<R: Read + Seek + Send + 'static>(
         source: Box<ChunkSource<R>>,
+        spawn: Spawn,
     ) -> Result<ReadAhead, Box<ChunkSource<R>>> {
         let (hand, take) = mpsc::sync_channel::<Box<ChunkSource<R>>>(1);
         let (tx, chunks) = mpsc::sync_channel(READ_AHEAD_CHUNKS);
         let (spare, back) = mpsc::sync_channel::<Vec<u8>>(READ_AHEAD_CHUNKS);
-        let spawned = thread::Builder::new()
-            .name("gyr-read-ahead".into())
-            .spawn(move || {
+        let (stopped, ended) = mpsc::sync_channel::<String>(1);
+        let job = Box::new(move || {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 let Ok(mut source) = take.recv() else { return };
                 loop {
                     while let Ok(buf) = back.try_recv() {
@@ -713,16 +721,26 @@ impl ReadAhead {
                         return;
                     }
                 }
-            });
-        let Ok(thread) = spawned else {
+            }));
+            // `tx` is gone by now, so the walk sees the end of the chunks before the reason.
+            if let Err(panic) = run {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                let _ = stopped.send(why);
+            }
+        });
+        if spawn(job).is_err() {
             return Err(source);
-        };
-        // The thread is waiting for it (a thread that died already is found out by the walk).
+        }
+        // The job is waiting for it (a job that died already is found out by the walk).
         let _ = hand.send(source);
         Ok(ReadAhead {
             chunks,
             spare,
-            thread: Some(thread),
+            ended: Some(ended),
         })
     }
 
@@ -732,14 +750,11 @@ impl ReadAhead {
         match self.chunks.recv() {
             Ok(found) => found,
             Err(mpsc::RecvError) => {
-                let why = match self.thread.take().map(|t| t.join()) {
-                    Some(Err(panic)) => panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "a panic".into()),
-                    _ => "no reason given".into(),
-                };
+                let why = self
+                    .ended
+                    .take()
+                    .and_then(|ended| ended.recv().ok())
+                    .unwrap_or_else(|| "no reason given".into());
                 Scanned {
                     damage: Vec::new(),
                     version,
@@ -759,8 +774,9 @@ impl Drop for ReadAhead {
         // Closing the channel wakes a thread waiting to hand a chunk over; it then returns.
         let (_, closed) = mpsc::sync_channel(0);
         drop(std::mem::replace(&mut self.chunks, closed));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        // Then wait for the job to end, as a join would.
+        if let Some(ended) = self.ended.take() {
+            let _ = ended.recv();
         }
     }
 }
@@ -952,7 +968,7 @@ impl<R: Read + Seek> TraceReader<R> {
     pub fn bytes_examined(&self) -> u64 {
         match &self.source {
             Source::Here(s) => s.input.examined,
-            Source::Primed(s, _) => s.input.examined,
+            Source::Primed(s, ..) => s.input.examined,
             Source::Ahead(_) => self.examined,
         }
     }
@@ -974,10 +990,10 @@ impl<R: Read + Seek> TraceReader<R> {
             let placeholder = Source::Ahead(ReadAhead {
                 chunks: closed,
                 spare,
-                thread: None,
+                ended: None,
             });
             self.source = match std::mem::replace(&mut self.source, placeholder) {
-                Source::Primed(source, start) => match start(source) {
+                Source::Primed(source, start, spawn) => match start(source, spawn) {
                     Ok(ahead) => Source::Ahead(ahead),
                     Err(source) => Source::Here(*source),
                 },
@@ -986,23 +1002,23 @@ impl<R: Read + Seek> TraceReader<R> {
         }
         match &mut self.source {
             Source::Here(s) => s.next(),
-            Source::Primed(s, _) => s.next(),
+            Source::Primed(s, ..) => s.next(),
             Source::Ahead(a) => a.next(self.offset, self.version, self.examined),
         }
     }
 }
 
 impl<R: Read + Seek + Send + 'static> TraceReader<R> {
-    /// Finds chunks (reading, scanning, checksums) on a thread of its own, a few chunks ahead
-    /// of the walk, which parses them and calls back as without: on two cores a trace is read
-    /// faster. Items, summary and damage are the same, in the same order. The thread starts
-    /// when the walk begins, holds at most a few chunks, and stops when the walk reaches the
-    /// end or the reader is dropped; a read error or a panic on it is reported as the read
-    /// error of a walk without it. When no thread can be started, the walk finds its chunks
-    /// itself.
-    pub fn read_ahead(mut self) -> Self {
+    /// Finds chunks (reading, scanning, checksums) on a thread `spawn` provides, a few chunks
+    /// ahead of the walk, which parses them and calls back as without: on two cores a trace is
+    /// read faster. Items, summary and damage are the same, in the same order. The job starts
+    /// when the walk begins, holds at most a few chunks, and ends when the walk reaches the end
+    /// or the reader is dropped (the drop waits for it); a read error or a panic in it is
+    /// reported as the read error of a walk without it. When `spawn` fails, the walk finds its
+    /// chunks itself.
+    pub fn read_ahead(mut self, spawn: Spawn) -> Self {
         self.source = match self.source {
-            Source::Here(source) => Source::Primed(Box::new(source), ReadAhead::start::<R>),
+            Source::Here(source) => Source::Primed(Box::new(source), ReadAhead::start::<R>, spawn),
             other => other,
         };
         self
@@ -1220,7 +1236,7 @@ impl<R: Read + Seek> TraceReader<R> {
     fn recycle(&mut self, payload: Vec<u8>) {
         match &mut self.source {
             Source::Here(s) => s.scanner.recycle(payload),
-            Source::Primed(s, _) => s.scanner.recycle(payload),
+            Source::Primed(s, ..) => s.scanner.recycle(payload),
             // A full channel means the thread has spares enough.
             Source::Ahead(a) => {
                 let _ = a.spare.try_send(payload);

@@ -13,6 +13,11 @@ use proptest::prelude::*;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::ops::ControlFlow;
 
+/// Runs a reader's read-ahead job on a thread, as gyr-trace does.
+fn spawn(job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    std::thread::Builder::new().spawn(job).map(drop)
+}
+
 fn scalar() -> impl Strategy<Value = ScalarType> {
     proptest::sample::select(ScalarType::ALL.to_vec())
 }
@@ -153,7 +158,7 @@ fn transcript<R: Read + Seek + Send + 'static>(input: R, walk: Walk) -> String {
     };
     let mut r = match walk {
         Walk::Here => r,
-        Walk::Ahead | Walk::AheadByChunk => r.read_ahead(),
+        Walk::Ahead | Walk::AheadByChunk => r.read_ahead(spawn),
     };
     let mut out = vec![format!("{:?} v{}", r.header(), r.format_version())];
     match walk {
@@ -1242,7 +1247,7 @@ fn read_errors_and_panics_on_the_read_ahead_thread_are_damage() {
     assert!(here.contains("read error: the disk caught fire"), "{here}");
     assert_eq!(transcript(failing(false), Walk::Ahead), here);
 
-    let mut r = TraceReader::new(failing(true)).unwrap().read_ahead();
+    let mut r = TraceReader::new(failing(true)).unwrap().read_ahead(spawn);
     let mut records = 0;
     r.for_each_item(|item| records += u64::from(matches!(item, Item::Record { .. })));
     assert!(records > 0);
@@ -1266,7 +1271,9 @@ fn dropping_a_read_ahead_reader_early_stops_its_thread() {
         (0..400).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
     // Many more chunks than the thread keeps ready.
     let file = write_trace(std::slice::from_ref(&schema), &events, 1);
-    let mut r = TraceReader::new(Cursor::new(file)).unwrap().read_ahead();
+    let mut r = TraceReader::new(Cursor::new(file))
+        .unwrap()
+        .read_ahead(spawn);
     let mut seen = 0;
     r.try_for_each_item(|item| {
         if matches!(item, Item::Record { .. }) {
@@ -1279,5 +1286,9 @@ fn dropping_a_read_ahead_reader_early_stops_its_thread() {
     drop(r);
     // A reader never walked has no thread to stop.
     let file = write_trace(std::slice::from_ref(&schema), &events, 1);
-    drop(TraceReader::new(Cursor::new(file)).unwrap().read_ahead());
+    drop(
+        TraceReader::new(Cursor::new(file))
+            .unwrap()
+            .read_ahead(spawn),
+    );
 }

@@ -300,6 +300,14 @@ impl<R: Seek> Seek for Counting<R> {
 /// The reader of an input file.
 pub type FileReader = BufReader<Counting<std::fs::File>>;
 
+/// Runs a trace reader's read-ahead job on a thread of its own (gyr-core starts none).
+fn spawn_read_ahead(job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("gyr-read-ahead".into())
+        .spawn(job)
+        .map(drop)
+}
+
 /// Opens the trace file at `path` as an input, its chunks found on a read-ahead thread once
 /// its walk begins ([`TraceReader::read_ahead`]).
 pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
@@ -339,7 +347,7 @@ pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
     Ok(Input {
         name: shown,
         // Chunks are found on a second thread while this one decodes them.
-        reader: reader.read_ahead(),
+        reader: reader.read_ahead(spawn_read_ahead),
         rank: rank_of(path),
         bytes_total,
         bytes_read: Some(read),
