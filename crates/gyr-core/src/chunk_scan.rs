@@ -127,9 +127,25 @@ pub(crate) struct Scanner {
     /// Valid chunks found ahead of the reader, by header offset.
     valid: BTreeMap<u64, Found>,
     capture: Option<Capture>,
+    /// Payloads the reader is done with, to be filled again (fresh memory costs page faults).
+    spare: Vec<Vec<u8>>,
 }
 
+/// Spare payload buffers a scanner keeps.
+const MAX_SPARE: usize = 8;
+
+/// The largest spare buffer kept: a few chunks of the writer's usual size (a rare larger one
+/// is given back, not kept in every spare).
+const MAX_SPARE_BYTES: usize = 4 * crate::trace::DEFAULT_CHUNK_TARGET;
+
 impl Scanner {
+    /// Takes back a payload the reader is done with.
+    pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < MAX_SPARE && buf.capacity() <= MAX_SPARE_BYTES {
+            self.spare.push(buf);
+        }
+    }
+
     /// The first valid chunk starting at or after `from` (an 8-aligned offset), and its payload
     /// if the scan kept it.
     pub(crate) fn first_valid<R: Read + Seek>(
@@ -154,10 +170,9 @@ impl Scanner {
             self.crc = crc32fast::Hasher::new();
             self.carry.clear();
             self.by_end.clear();
-            self.capture = Some(Capture {
-                offset: from,
-                data: Vec::new(),
-            });
+            let mut data = self.spare.pop().unwrap_or_default();
+            data.clear();
+            self.capture = Some(Capture { offset: from, data });
         } else if from > self.next_header {
             self.carry.drain(..(from - self.next_header) as usize);
             self.next_header = from;
@@ -291,6 +306,10 @@ impl Scanner {
                 Some(payload_end) => {
                     let from = start.max(c.offset + CHUNK_HEADER_LEN as u64);
                     let to = end.min(payload_end);
+                    // Its length is known: grow the copy once, not window by window.
+                    let whole = payload_end.saturating_sub(c.offset + CHUNK_HEADER_LEN as u64);
+                    c.data
+                        .reserve_exact((whole as usize).saturating_sub(c.data.len()));
                     if from < to {
                         c.data
                             .extend_from_slice(&buf[(from - base) as usize..(to - base) as usize]);

@@ -113,6 +113,7 @@ use std::fmt;
 use std::io::{self, Read, Seek, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::mpsc;
 
 /// The file's first eight bytes.
 pub const FILE_MAGIC: [u8; 8] = *b"GYRTRACE";
@@ -601,22 +602,183 @@ pub enum Item<'a> {
     End(&'a TraceEnd),
 }
 
+/// Chunks a read-ahead thread keeps ready for the walk: with the one each side holds, this
+/// bounds its memory to a few chunks.
+const READ_AHEAD_CHUNKS: usize = 4;
+
 /// Reads a trace file, recovering every complete, valid chunk.
+///
+/// Finding chunks (reading, scanning, checksums) and walking them (parsing blocks, decoding
+/// records) are two halves: with [`TraceReader::read_ahead`] the first runs on a thread the
+/// caller provides, a few chunks ahead of the second.
 #[derive(Debug)]
 pub struct TraceReader<R> {
-    input: Input<R>,
-    /// Where the next chunk should start.
+    source: Source<R>,
+    /// Where the walk stands in the file: the end of the last chunk found.
     offset: u64,
     /// The format version of the trace being read: a second trace in the file may have
     /// another.
     version: u32,
+    /// Bytes read from the input by the time the last chunk was found.
+    examined: u64,
     header: TraceHeader,
     schemas: HashMap<TypeId, Schema>,
     threads: HashMap<u64, ThreadInfo>,
     summary: ReadSummary,
     unknown: HashMap<TypeId, u64>,
     done: bool,
+}
+
+/// Where a reader's chunks come from.
+#[derive(Debug)]
+// One per reader, never in bulk: boxing the common case would only add an indirection.
+#[allow(clippy::large_enum_variant)]
+enum Source<R> {
+    /// Found on the walking thread, as it needs them.
+    Here(ChunkSource<R>),
+    /// To be found on a read-ahead thread, started with the spawner given once the walk
+    /// begins (so that inputs opened together do not all read at once).
+    Primed(Box<ChunkSource<R>>, StartFn<R>, Spawn),
+    /// Found on a read-ahead thread.
+    Ahead(ReadAhead),
+}
+
+/// Starts a read-ahead thread, or gives the source back when no thread can be started.
+type StartFn<R> = fn(Box<ChunkSource<R>>, Spawn) -> Result<ReadAhead, Box<ChunkSource<R>>>;
+
+/// Runs a job on a thread of the caller's: gyr-core starts no thread of its own, so a reader
+/// that reads ahead ([`TraceReader::read_ahead`]) is given the means to. An error means the job
+/// will not run (the reader then finds its chunks itself).
+pub type Spawn = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
+
+/// The finding half of a reader: reads and checks chunks in file order, noting the damage
+/// between them.
+#[derive(Debug)]
+struct ChunkSource<R> {
+    input: Input<R>,
+    /// Where the next chunk should start.
+    offset: u64,
+    /// The format version of the chunks found: a second trace in the file may have another.
+    version: u32,
+    done: bool,
     scanner: Scanner,
+    /// Damage found since the last chunk.
+    damage: Vec<Damage>,
+}
+
+/// What the finding half found next, with the damage it found on the way, in file order.
+#[derive(Debug)]
+struct Scanned {
+    damage: Vec<Damage>,
+    /// The format version of the chunk's records.
+    version: u32,
+    /// Bytes read from the input so far.
+    examined: u64,
+    /// Where the finding stood (the end of the chunk, or where reading failed).
+    offset: u64,
+    next: Next,
+}
+
+#[derive(Debug)]
+enum Next {
+    Chunk(RawChunk),
+    End,
+    Failed(io::Error),
+}
+
+/// A read-ahead thread and the bounded channel over which it hands its chunks over, in order.
+/// Dropping it stops the thread.
+#[derive(Debug)]
+struct ReadAhead {
+    chunks: mpsc::Receiver<Scanned>,
+    /// Payloads the walk is done with, back to the thread.
+    spare: mpsc::SyncSender<Vec<u8>>,
+    /// Closed when the job ends, after a panic's message if it panicked: the reader's join.
+    ended: Option<mpsc::Receiver<String>>,
+}
+
+impl ReadAhead {
+    /// Has `spawn` run a job finding `source`'s chunks.
+    fn start<R: Read + Seek + Send + 'static>(
+        source: Box<ChunkSource<R>>,
+        spawn: Spawn,
+    ) -> Result<ReadAhead, Box<ChunkSource<R>>> {
+        let (hand, take) = mpsc::sync_channel::<Box<ChunkSource<R>>>(1);
+        let (tx, chunks) = mpsc::sync_channel(READ_AHEAD_CHUNKS);
+        let (spare, back) = mpsc::sync_channel::<Vec<u8>>(READ_AHEAD_CHUNKS);
+        let (stopped, ended) = mpsc::sync_channel::<String>(1);
+        let job = Box::new(move || {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let Ok(mut source) = take.recv() else { return };
+                loop {
+                    while let Ok(buf) = back.try_recv() {
+                        source.scanner.recycle(buf);
+                    }
+                    let found = source.next();
+                    let last = !matches!(found.next, Next::Chunk(_));
+                    // The reader was dropped, or this was the end: stop.
+                    if tx.send(found).is_err() || last {
+                        return;
+                    }
+                }
+            }));
+            // `tx` is gone by now, so the walk sees the end of the chunks before the reason.
+            if let Err(panic) = run {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                let _ = stopped.send(why);
+            }
+        });
+        if spawn(job).is_err() {
+            return Err(source);
+        }
+        // The job is waiting for it (a job that died already is found out by the walk).
+        let _ = hand.send(source);
+        Ok(ReadAhead {
+            chunks,
+            spare,
+            ended: Some(ended),
+        })
+    }
+
+    /// The next thing found; a thread that stopped without saying it ended (it panicked) is a
+    /// read error at `offset`.
+    fn next(&mut self, offset: u64, version: u32, examined: u64) -> Scanned {
+        match self.chunks.recv() {
+            Ok(found) => found,
+            Err(mpsc::RecvError) => {
+                let why = self
+                    .ended
+                    .take()
+                    .and_then(|ended| ended.recv().ok())
+                    .unwrap_or_else(|| "no reason given".into());
+                Scanned {
+                    damage: Vec::new(),
+                    version,
+                    examined,
+                    offset,
+                    next: Next::Failed(io::Error::other(format!(
+                        "the read-ahead thread stopped ({why})"
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // Closing the channel wakes a thread waiting to hand a chunk over; it then returns.
+        let (_, closed) = mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.chunks, closed));
+        // Then wait for the job to end, as a join would.
+        if let Some(ended) = self.ended.take() {
+            let _ = ended.recv();
+        }
+    }
 }
 
 impl TraceReader<io::BufReader<std::fs::File>> {
@@ -695,6 +857,7 @@ fn read_header_chunk<R: Read + Seek>(input: &mut Input<R>) -> io::Result<Result<
     }))
 }
 
+#[derive(Debug)]
 struct RawChunk {
     index: u32,
     offset: u64,
@@ -747,10 +910,20 @@ impl<R: Read + Seek> TraceReader<R> {
         };
         let header = postcard::from_bytes(body)
             .map_err(|_| bad("malformed (header does not decode)".into()))?;
+        let offset = chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64;
+        let examined = input.examined;
         Ok(TraceReader {
-            input,
-            offset: chunk.offset + (CHUNK_HEADER_LEN + chunk.payload.len()) as u64,
+            source: Source::Here(ChunkSource {
+                input,
+                offset,
+                version,
+                done: false,
+                scanner: Scanner::default(),
+                damage: Vec::new(),
+            }),
+            offset,
             version,
+            examined,
             header,
             schemas: HashMap::new(),
             threads: HashMap::new(),
@@ -760,7 +933,6 @@ impl<R: Read + Seek> TraceReader<R> {
             },
             unknown: HashMap::new(),
             done: false,
-            scanner: Scanner::default(),
         })
     }
 
@@ -794,7 +966,83 @@ impl<R: Read + Seek> TraceReader<R> {
     /// checksummed once however the file is damaged, so this stays within a small multiple of
     /// the file's size.
     pub fn bytes_examined(&self) -> u64 {
-        self.input.examined
+        match &self.source {
+            Source::Here(s) => s.input.examined,
+            Source::Primed(s, ..) => s.input.examined,
+            Source::Ahead(_) => self.examined,
+        }
+    }
+
+    /// The next chunk found, with the damage before it.
+    fn next_found(&mut self) -> Scanned {
+        if self.done {
+            return Scanned {
+                damage: Vec::new(),
+                version: self.version,
+                examined: self.examined,
+                offset: self.offset,
+                next: Next::End,
+            };
+        }
+        if matches!(self.source, Source::Primed(..)) {
+            let (_, closed) = mpsc::sync_channel(0);
+            let (spare, _) = mpsc::sync_channel(0);
+            let placeholder = Source::Ahead(ReadAhead {
+                chunks: closed,
+                spare,
+                ended: None,
+            });
+            self.source = match std::mem::replace(&mut self.source, placeholder) {
+                Source::Primed(source, start, spawn) => match start(source, spawn) {
+                    Ok(ahead) => Source::Ahead(ahead),
+                    Err(source) => Source::Here(*source),
+                },
+                other => other,
+            };
+        }
+        match &mut self.source {
+            Source::Here(s) => s.next(),
+            Source::Primed(s, ..) => s.next(),
+            Source::Ahead(a) => a.next(self.offset, self.version, self.examined),
+        }
+    }
+}
+
+impl<R: Read + Seek + Send + 'static> TraceReader<R> {
+    /// Finds chunks (reading, scanning, checksums) on a thread `spawn` provides, a few chunks
+    /// ahead of the walk, which parses them and calls back as without: on two cores a trace is
+    /// read faster. Items, summary and damage are the same, in the same order. The job starts
+    /// when the walk begins, holds at most a few chunks, and ends when the walk reaches the end
+    /// or the reader is dropped (the drop waits for it); a read error or a panic in it is
+    /// reported as the read error of a walk without it. When `spawn` fails, the walk finds its
+    /// chunks itself.
+    pub fn read_ahead(mut self, spawn: Spawn) -> Self {
+        self.source = match self.source {
+            Source::Here(source) => Source::Primed(Box::new(source), ReadAhead::start::<R>, spawn),
+            other => other,
+        };
+        self
+    }
+}
+
+impl<R: Read + Seek> ChunkSource<R> {
+    /// The next valid chunk, the end, or a read error, with the damage found before it.
+    fn next(&mut self) -> Scanned {
+        let next = match self.next_chunk() {
+            Ok(ChunkRead::Chunk(c)) => Next::Chunk(c),
+            Ok(ChunkRead::End) => Next::End,
+            Err(e) => {
+                self.done = true;
+                Next::Failed(e)
+            }
+        };
+        Scanned {
+            damage: std::mem::take(&mut self.damage),
+            version: self.version,
+            examined: self.input.examined,
+            offset: self.offset,
+            next,
+        }
     }
 
     /// Says what is wrong at `at`, where no valid chunk starts; the next valid chunk is at
@@ -849,10 +1097,10 @@ impl<R: Read + Seek> TraceReader<R> {
                     offset: at,
                 }
             };
-            self.summary.damage.push(damage);
+            self.damage.push(damage);
         }
         if let Some(offset) = second {
-            self.summary.damage.push(Damage::SecondTrace { offset });
+            self.damage.push(Damage::SecondTrace { offset });
         }
         Ok(())
     }
@@ -880,7 +1128,6 @@ impl<R: Read + Seek> TraceReader<R> {
                         }
                     };
                     self.offset = at + (CHUNK_HEADER_LEN + payload.len()) as u64;
-                    self.summary.chunks += 1;
                     return Ok(ChunkRead::Chunk(RawChunk {
                         index: found.index,
                         offset: at,
@@ -898,7 +1145,9 @@ impl<R: Read + Seek> TraceReader<R> {
             }
         }
     }
+}
 
+impl<R: Read + Seek> TraceReader<R> {
     /// Calls `f` with every schema, thread, record and end block, in file order, skipping
     /// damaged chunks (see [`TraceReader::summary`] for what was skipped).
     ///
@@ -956,19 +1205,51 @@ impl<R: Read + Seek> TraceReader<R> {
         &mut self,
         f: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
     ) -> Option<ControlFlow<()>> {
-        let chunk = match self.next_chunk() {
-            Ok(ChunkRead::Chunk(c)) => c,
-            Ok(ChunkRead::End) => return None,
-            Err(e) => {
+        let found = self.next_found();
+        self.summary.damage.extend(found.damage);
+        self.version = found.version;
+        self.examined = found.examined;
+        self.offset = found.offset;
+        let chunk = match found.next {
+            Next::Chunk(c) => c,
+            Next::End => {
+                self.done = true;
+                return None;
+            }
+            Next::Failed(e) => {
                 self.summary.damage.push(Damage::BadBlock {
                     chunk: 0,
-                    offset: self.offset,
+                    offset: found.offset,
                     what: format!("read error: {e}"),
                 });
                 self.done = true;
                 return None;
             }
         };
+        self.summary.chunks += 1;
+        let walked = self.walk_chunk(&chunk, f);
+        self.recycle(chunk.payload);
+        Some(walked)
+    }
+
+    /// Hands a chunk's payload back to be filled again.
+    fn recycle(&mut self, payload: Vec<u8>) {
+        match &mut self.source {
+            Source::Here(s) => s.scanner.recycle(payload),
+            Source::Primed(s, ..) => s.scanner.recycle(payload),
+            // A full channel means the thread has spares enough.
+            Source::Ahead(a) => {
+                let _ = a.spare.try_send(payload);
+            }
+        }
+    }
+
+    /// Calls `f` with the items of `chunk`.
+    fn walk_chunk(
+        &mut self,
+        chunk: &RawChunk,
+        f: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         for block in parse_blocks(&chunk.payload) {
             let bad = |what: String| Damage::BadBlock {
                 chunk: chunk.index,
@@ -990,7 +1271,7 @@ impl<R: Read + Seek> TraceReader<R> {
                             let id = s.id;
                             self.schemas.insert(id, s);
                             if f(Item::Schema(&self.schemas[&id])).is_break() {
-                                return Some(ControlFlow::Break(()));
+                                return ControlFlow::Break(());
                             }
                         }
                     }
@@ -1005,7 +1286,7 @@ impl<R: Read + Seek> TraceReader<R> {
                             let id = t.id;
                             self.threads.insert(id, t);
                             if f(Item::Thread(&self.threads[&id])).is_break() {
-                                return Some(ControlFlow::Break(()));
+                                return ControlFlow::Break(());
                             }
                         }
                     }
@@ -1033,9 +1314,9 @@ impl<R: Read + Seek> TraceReader<R> {
                             continue;
                         }
                     };
-                    // A block's records are mostly of a few types: the last look-up is
-                    // kept (schemas do not change inside a block).
-                    let mut last: Option<(TypeId, Option<&Schema>)> = None;
+                    // A block's records are mostly of a few types: the last few look-ups
+                    // are kept (schemas do not change inside a block).
+                    let mut recent: [Option<(TypeId, Option<&Schema>)>; 4] = [None; 4];
                     for rec in records {
                         let record = match rec {
                             Ok(record) => record,
@@ -1046,11 +1327,12 @@ impl<R: Read + Seek> TraceReader<R> {
                         };
                         self.summary.records += 1;
                         let type_id = record.header.type_id;
-                        let schema = match last {
-                            Some((t, s)) if t == type_id => s,
-                            _ => {
+                        let schema = match recent.iter().flatten().find(|(t, _)| *t == type_id) {
+                            Some(&(_, s)) => s,
+                            None => {
                                 let s = self.schemas.get(&type_id);
-                                last = Some((type_id, s));
+                                recent.rotate_right(1);
+                                recent[0] = Some((type_id, s));
                                 s
                             }
                         };
@@ -1058,7 +1340,7 @@ impl<R: Read + Seek> TraceReader<R> {
                             *self.unknown.entry(record.header.type_id).or_default() += 1;
                         }
                         if f(Item::Record { schema, record }).is_break() {
-                            return Some(ControlFlow::Break(()));
+                            return ControlFlow::Break(());
                         }
                     }
                 }
@@ -1066,7 +1348,7 @@ impl<R: Read + Seek> TraceReader<R> {
                     Ok(end) => {
                         self.summary.clean_end = true;
                         if f(Item::End(&end)).is_break() {
-                            return Some(ControlFlow::Break(()));
+                            return ControlFlow::Break(());
                         }
                     }
                     Err(_) => self
@@ -1081,7 +1363,7 @@ impl<R: Read + Seek> TraceReader<R> {
                     .push(bad(format!("unknown block kind {other}"))),
             }
         }
-        Some(ControlFlow::Continue(()))
+        ControlFlow::Continue(())
     }
 }
 

@@ -10,7 +10,13 @@ use gyr_core::trace::{
 use gyr_core::value::{decode, encode};
 use gyr_core::{Field, FieldType, Schema, TraceEnd, TraceHeader, Value};
 use proptest::prelude::*;
-use std::io::Cursor;
+use std::io::{self, Cursor, Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
+
+/// Runs a reader's read-ahead job on a thread, as gyr-trace does.
+fn spawn(job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    std::thread::Builder::new().spawn(job).map(drop)
+}
 
 fn scalar() -> impl Strategy<Value = ScalarType> {
     proptest::sample::select(ScalarType::ALL.to_vec())
@@ -132,7 +138,69 @@ fn write_trace(
     .unwrap()
 }
 
+/// How a test walks a trace.
+#[derive(Clone, Copy, Debug)]
+enum Walk {
+    /// Chunks found on the walking thread.
+    Here,
+    /// Chunks found on a read-ahead thread.
+    Ahead,
+    /// On a read-ahead thread, pulled a chunk at a time.
+    AheadByChunk,
+}
+
+/// Everything a walk of `input` gives, as text: each item, the format version as it changes,
+/// the summary (damage in order) and the bytes examined.
+fn transcript<R: Read + Seek + Send + 'static>(input: R, walk: Walk) -> String {
+    let r = match TraceReader::new(input) {
+        Ok(r) => r,
+        Err(e) => return format!("error: {e}"),
+    };
+    let mut r = match walk {
+        Walk::Here => r,
+        Walk::Ahead | Walk::AheadByChunk => r.read_ahead(spawn),
+    };
+    let mut out = vec![format!("{:?} v{}", r.header(), r.format_version())];
+    match walk {
+        Walk::Here | Walk::Ahead => r.for_each_item(|item| out.push(format!("{item:?}"))),
+        Walk::AheadByChunk => {
+            let mut items = Vec::new();
+            while r.for_each_item_of_next_chunk(|item| items.push(format!("{item:?}"))) {
+                items.push(format!("chunk read, version {}", r.format_version()));
+            }
+            out.extend(items);
+        }
+    }
+    if !matches!(walk, Walk::AheadByChunk) {
+        out.push(format!("version {}", r.format_version()));
+    }
+    out.push(format!("{:?} {}", r.summary(), r.bytes_examined()));
+    out.join("\n")
+}
+
+/// Checks that a walk with read-ahead gives what a walk without gives, item by item, damage
+/// by damage.
+fn same_with_read_ahead(bytes: &[u8]) {
+    let here = transcript(Cursor::new(bytes.to_vec()), Walk::Here);
+    let ahead = transcript(Cursor::new(bytes.to_vec()), Walk::Ahead);
+    assert_eq!(here, ahead, "read-ahead differs");
+    // Pulled a chunk at a time, the items and the summary are the same.
+    let by_chunk = transcript(Cursor::new(bytes.to_vec()), Walk::AheadByChunk);
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with("chunk read, ") && !l.starts_with("version "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        strip(&here),
+        strip(&by_chunk),
+        "read-ahead a chunk at a time differs"
+    );
+}
+
 fn read_all(bytes: Vec<u8>) -> (Vec<ReadBack>, gyr_core::trace::ReadSummary) {
+    same_with_read_ahead(&bytes);
     let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
     let mut out = Vec::new();
     r.for_each_item(|item| {
@@ -254,6 +322,7 @@ fn corruption_anywhere_is_detected_not_misread() {
 /// What a golden file holds, one line per record: `type thread #seq @timestamp [~perturbation]
 /// values`.
 fn golden_lines(bytes: Vec<u8>, version: u32) -> (Vec<String>, ReadSummary) {
+    same_with_read_ahead(&bytes);
     let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
     assert_eq!(r.format_version(), version);
     assert_eq!(r.header().host, "golden-host");
@@ -625,6 +694,7 @@ fn a_bad_length_in_chunk_0_is_named() {
 type RawRecord = (u64, RecordHeader, Vec<u8>);
 
 fn read_records(bytes: Vec<u8>) -> (Vec<RawRecord>, ReadSummary) {
+    same_with_read_ahead(&bytes);
     let mut r = TraceReader::new(Cursor::new(bytes)).unwrap();
     let mut out = Vec::new();
     r.for_each_item(|item| {
@@ -1031,4 +1101,194 @@ fn a_64_byte_event_takes_under_74_bytes_on_disk() {
     let (got, summary) = read_records(file);
     assert_eq!(got.len() as u64, events);
     assert!(summary.damage.is_empty());
+}
+
+/// A trace of a few chunks, for damaging: two schemas, three threads, records of both.
+fn damageable_trace() -> Vec<u8> {
+    let schemas = [
+        Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap(),
+        Schema::new(
+            3,
+            "y",
+            vec![
+                Field::new("s", FieldType::Str),
+                Field::new("f", FieldType::F64),
+            ],
+        )
+        .unwrap(),
+    ];
+    let events: Vec<(usize, u64, Vec<Value>)> = (0..60u64)
+        .map(|i| match i % 3 {
+            0 => (
+                1,
+                1 + i % 3,
+                vec![Value::Str("s".repeat(i as usize % 9)), Value::Float(0.5)],
+            ),
+            _ => (0, 1 + i % 3, vec![Value::UInt(i)]),
+        })
+        .collect();
+    write_trace(&schemas, &events, 96)
+}
+
+/// Something done to a file.
+#[derive(Clone, Debug)]
+enum Harm {
+    /// XOR a byte.
+    Flip(usize, u8),
+    /// Cut the file there.
+    Cut(usize),
+    /// Zero a range.
+    Zero(usize, usize),
+    /// Copy a range of the file to another place (chunks repeated, misplaced).
+    Splice(usize, usize, usize),
+    /// Append a whole trace again.
+    Append,
+}
+
+fn harm() -> impl Strategy<Value = Harm> {
+    prop_oneof![
+        4 => (any::<usize>(), 1u8..=255).prop_map(|(a, x)| Harm::Flip(a, x)),
+        1 => any::<usize>().prop_map(Harm::Cut),
+        1 => (any::<usize>(), 0usize..200).prop_map(|(a, n)| Harm::Zero(a, n)),
+        1 => (any::<usize>(), 0usize..300, any::<usize>()).prop_map(|(a, n, b)| Harm::Splice(a, n, b)),
+        1 => Just(Harm::Append),
+    ]
+}
+
+fn apply(file: &mut Vec<u8>, harm: &Harm, original: &[u8]) {
+    let len = file.len().max(1);
+    match *harm {
+        Harm::Flip(at, x) => {
+            let at = at % len;
+            if let Some(b) = file.get_mut(at) {
+                *b ^= x;
+            }
+        }
+        Harm::Cut(at) => file.truncate(at % len),
+        Harm::Zero(at, n) => {
+            let at = at % len;
+            let end = (at + n).min(file.len());
+            file[at.min(end)..end].fill(0);
+        }
+        Harm::Splice(from, n, to) => {
+            let from = from % len;
+            let piece: Vec<u8> = file[from.min(file.len())..(from + n).min(file.len())].to_vec();
+            let to = (to % len).min(file.len());
+            file.splice(to..to, piece);
+        }
+        Harm::Append => file.extend_from_slice(original),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// However a file is damaged, a walk with read-ahead gives the items, damage, counts and
+    /// versions of a walk without, in the same order.
+    #[test]
+    fn read_ahead_reads_any_damaged_file_as_the_walk_does(
+        harms in proptest::collection::vec(harm(), 1..5),
+        v1_first in any::<bool>(),
+    ) {
+        let original = damageable_trace();
+        let mut file = if v1_first {
+            // A trace of format 1 first, so that versions change along the file.
+            let v1 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1.gyr")).unwrap();
+            [v1, original.clone()].concat()
+        } else {
+            original.clone()
+        };
+        for h in &harms {
+            apply(&mut file, h, &original);
+        }
+        same_with_read_ahead(&file);
+    }
+}
+
+/// A file whose reads fail (or panic) once `ok` bytes have been read.
+struct Failing {
+    inner: Cursor<Vec<u8>>,
+    ok: u64,
+    panic: bool,
+}
+
+impl Read for Failing {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.inner.position() >= self.ok {
+            if self.panic {
+                panic!("the disk caught fire");
+            }
+            return Err(io::Error::other("the disk caught fire"));
+        }
+        let room = (self.ok - self.inner.position()) as usize;
+        let n = buf.len().min(room);
+        self.inner.read(&mut buf[..n])
+    }
+}
+
+impl Seek for Failing {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// A read error in the middle of a file is the same damage with read-ahead as without; a panic
+/// on the read-ahead thread becomes damage of the same kind, not a hang or a panic in the walk.
+#[test]
+fn read_errors_and_panics_on_the_read_ahead_thread_are_damage() {
+    let file = damageable_trace();
+    let ok = file.len() as u64 / 2;
+    let failing = |panic| Failing {
+        inner: Cursor::new(file.clone()),
+        ok,
+        panic,
+    };
+    let here = transcript(failing(false), Walk::Here);
+    assert!(here.contains("read error: the disk caught fire"), "{here}");
+    assert_eq!(transcript(failing(false), Walk::Ahead), here);
+
+    let mut r = TraceReader::new(failing(true)).unwrap().read_ahead(spawn);
+    let mut records = 0;
+    r.for_each_item(|item| records += u64::from(matches!(item, Item::Record { .. })));
+    assert!(records > 0);
+    match r.summary().damage.as_slice() {
+        [Damage::BadBlock { what, .. }] => assert!(
+            what.contains("the read-ahead thread stopped (the disk caught fire)"),
+            "{what}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Nothing more after the end.
+    assert!(!r.for_each_item_of_next_chunk(|_| panic!("nothing after the end")));
+}
+
+/// A walk stopped early and its reader dropped: the read-ahead thread, waiting to hand over a
+/// chunk, stops (the drop waits for it, so a thread left waiting would hang this test).
+#[test]
+fn dropping_a_read_ahead_reader_early_stops_its_thread() {
+    let schema = Schema::new(2, "x", vec![Field::new("v", FieldType::U64)]).unwrap();
+    let events: Vec<(usize, u64, Vec<Value>)> =
+        (0..400).map(|i| (0, 1, vec![Value::UInt(i)])).collect();
+    // Many more chunks than the thread keeps ready.
+    let file = write_trace(std::slice::from_ref(&schema), &events, 1);
+    let mut r = TraceReader::new(Cursor::new(file))
+        .unwrap()
+        .read_ahead(spawn);
+    let mut seen = 0;
+    r.try_for_each_item(|item| {
+        if matches!(item, Item::Record { .. }) {
+            seen += 1;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    assert_eq!(seen, 1);
+    drop(r);
+    // A reader never walked has no thread to stop.
+    let file = write_trace(std::slice::from_ref(&schema), &events, 1);
+    drop(
+        TraceReader::new(Cursor::new(file))
+            .unwrap()
+            .read_ahead(spawn),
+    );
 }

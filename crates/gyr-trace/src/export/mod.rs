@@ -58,13 +58,13 @@ use gyr_core::ThreadInfo;
 use gyr_core::record::RecordHeader;
 use gyr_core::schema::Schema;
 use gyr_core::trace::{Item, OpenError, ReadSummary, TraceEnd, TraceHeader, TraceReader};
-use std::cell::Cell;
 use std::fmt;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The formats an export writes.
@@ -259,7 +259,7 @@ pub struct Input<R> {
     reader: TraceReader<R>,
     rank: Option<u32>,
     bytes_total: u64,
-    bytes_read: Option<Rc<Cell<u64>>>,
+    bytes_read: Option<Arc<AtomicU64>>,
 }
 
 impl<R: Read + Seek> Input<R> {
@@ -275,17 +275,18 @@ impl<R: Read + Seek> Input<R> {
     }
 }
 
-/// A file being read, counting its bytes for the progress line.
+/// A file being read, counting its bytes for the progress line (on the reader's read-ahead
+/// thread, hence atomic).
 #[derive(Debug)]
 pub struct Counting<R> {
     inner: R,
-    read: Rc<Cell<u64>>,
+    read: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -299,7 +300,16 @@ impl<R: Seek> Seek for Counting<R> {
 /// The reader of an input file.
 pub type FileReader = BufReader<Counting<std::fs::File>>;
 
-/// Opens the trace file at `path` as an input.
+/// Runs a trace reader's read-ahead job on a thread of its own (gyr-core starts none).
+fn spawn_read_ahead(job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("gyr-read-ahead".into())
+        .spawn(job)
+        .map(drop)
+}
+
+/// Opens the trace file at `path` as an input, its chunks found on a read-ahead thread once
+/// its walk begins ([`TraceReader::read_ahead`]).
 pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
     let shown = path.display().to_string();
     let io_error = |error| OpenError::Io {
@@ -308,7 +318,7 @@ pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
     };
     let file = std::fs::File::open(path).map_err(io_error)?;
     let bytes_total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let read = Rc::new(Cell::new(0));
+    let read = Arc::new(AtomicU64::new(0));
     let counting = Counting {
         inner: file,
         read: read.clone(),
@@ -336,7 +346,8 @@ pub fn open_input(path: &Path) -> Result<Input<FileReader>, OpenError> {
     })?;
     Ok(Input {
         name: shown,
-        reader,
+        // Chunks are found on a second thread while this one decodes them.
+        reader: reader.read_ahead(spawn_read_ahead),
         rank: rank_of(path),
         bytes_total,
         bytes_read: Some(read),
@@ -659,7 +670,9 @@ fn run<R: Read + Seek, C: Consumer>(
                             progress(&Progress {
                                 file: index,
                                 files,
-                                bytes_read: bytes_read.as_ref().map_or(0, |b| b.get()),
+                                bytes_read: bytes_read
+                                    .as_ref()
+                                    .map_or(0, |b| b.load(Ordering::Relaxed)),
                                 bytes_total,
                                 records: *records,
                                 elapsed: started.elapsed(),
@@ -737,7 +750,10 @@ fn run<R: Read + Seek, C: Consumer>(
         progress(&Progress {
             file: index,
             files,
-            bytes_read: input.bytes_read.as_ref().map_or(0, |b| b.get()),
+            bytes_read: input
+                .bytes_read
+                .as_ref()
+                .map_or(0, |b| b.load(Ordering::Relaxed)),
             bytes_total,
             records: report.records,
             elapsed: started.elapsed(),
