@@ -66,9 +66,18 @@ thread_local! {
     static NAME: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// The longest name [`name_thread`] keeps, in bytes.
+pub(crate) const MAX_THREAD_NAME: usize = 256;
+
 /// Names the calling thread for the next runtime it attaches to (its first record there
 /// carries the name); returns whether that is still to come in the running runtime.
 pub(crate) fn name_thread(name: &str) -> bool {
+    // Every chunk of a trace repeats its threads' descriptions: a name is cut at a bound.
+    let mut end = name.len().min(MAX_THREAD_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let name = &name[..end];
     if NAME
         .try_with(|n| *n.borrow_mut() = Some(name.to_owned()))
         .is_err()

@@ -65,7 +65,8 @@ pub fn current_id() -> u64 {
 
 /// Names the calling thread in gyr's views, for threads std has no name for (those of a C or
 /// Python program, named by their own thread package); a thread named by
-/// `std::thread::Builder` keeps that name unless this is called. Takes effect only before the
+/// `std::thread::Builder` keeps that name unless this is called. A name is cut at 256 bytes
+/// (every chunk of a trace repeats it). Takes effect only before the
 /// thread's first record in the running runtime, which then carries it; returns whether it
 /// will (false once the thread has recorded).
 pub fn set_name(name: &str) -> bool {

@@ -482,6 +482,23 @@ fn a_thread_named_before_its_first_record_carries_that_name() {
         !names.iter().any(|n| n == "std-name" || n == "too late"),
         "{names:?}"
     );
+
+    // A name without end is cut, at a character boundary.
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    std::thread::spawn(|| {
+        gyr::thread::set_name(&"é".repeat(1000));
+        gyr::emit!(Ping { n: 3 });
+    })
+    .join()
+    .unwrap();
+    rt.shutdown();
+    let long = mem
+        .threads()
+        .into_iter()
+        .find(|t| t.name.starts_with('é'))
+        .unwrap();
+    assert_eq!(long.name, "é".repeat(128));
 }
 
 /// Threads emitting from their thread-locals' destructors, before and after gyr's own buffer for
