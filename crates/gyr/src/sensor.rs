@@ -136,6 +136,7 @@ impl SensorField for bool {
     }
 }
 
+#[inline]
 fn encode_var(bytes: &[u8], out: &mut [u8]) -> usize {
     // Strings longer than 4 GiB cannot occur in a ring (records are at most a quarter of it).
     out[..4].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
@@ -145,9 +146,11 @@ fn encode_var(bytes: &[u8], out: &mut [u8]) -> usize {
 
 impl SensorField for str {
     const TYPE: FieldType = FieldType::Str;
+    #[inline]
     fn encoded_len(&self) -> usize {
         4 + self.len()
     }
+    #[inline]
     fn encode(&self, out: &mut [u8]) -> usize {
         encode_var(self.as_bytes(), out)
     }
