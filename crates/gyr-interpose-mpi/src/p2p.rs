@@ -76,11 +76,12 @@ pub unsafe extern "C" fn MPI_Recv(
     let st = status_or(status, &mut ours);
     // SAFETY: the program's arguments, with a status the MPI library may write.
     let rc = call.real(|| unsafe { ffi::recv(buf, count, datatype, source, tag, comm, st) });
-    call.end_after(rc, |at| {
-        if rc == ffi::SUCCESS {
-            // SAFETY: the status the call filled (the program's or ours).
-            track::received(comm, unsafe { &*st }, at)
-        }
+    call.end_with(rc, || {
+        // SAFETY: the status the call filled (the program's or ours), read only after a
+        // successful call.
+        (rc == ffi::SUCCESS)
+            .then(|| track::recv_event(comm, unsafe { &*st }))
+            .flatten()
     })
 }
 

@@ -251,6 +251,29 @@ pub fn emit_at<E: Sensor>(event: &E, at: crate::clock::Stamp) {
     }
 }
 
+/// Records two events of one instant, `first` then `second`, both stamped `at`, each if its
+/// sensor is on: what two [`emit_at`] calls record, with the thread's buffer found once for
+/// both while both sensors are plainly on (an MPI send's call begin and its message, a
+/// receive's message and the call's end).
+#[inline(always)]
+pub fn emit_pair_at<A: Sensor, B: Sensor>(first: &A, second: &B, at: crate::clock::Stamp) {
+    let (ta, tb) = (A::sensor_type(), B::sensor_type());
+    if ta.state.load(Ordering::Relaxed) == STATE_ON && tb.state.load(Ordering::Relaxed) == STATE_ON
+    {
+        let (ia, ib) = (ta.id.load(Ordering::Relaxed), tb.id.load(Ordering::Relaxed));
+        producer::record_pair_at(
+            at.0,
+            (ia, first.encoded_len(), |out: &mut [u8]| first.encode(out)),
+            (ib, second.encoded_len(), |out: &mut [u8]| {
+                second.encode(out)
+            }),
+        );
+    } else {
+        emit_at(first, at);
+        emit_at(second, at);
+    }
+}
+
 /// [`emit_slow`] for [`emit_at`]: a type used for the first time is stamped `at` too.
 #[cold]
 #[inline(never)]
