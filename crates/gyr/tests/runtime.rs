@@ -170,12 +170,19 @@ fn a_pair_of_events_shares_one_stamp_in_order() {
         .collect();
     all.sort_unstable();
     let order: Vec<u64> = all.iter().map(|e| e.2).collect();
-    assert_eq!(order, [0, 1, 2, 3, 100, 4, 5, 7], "in order; the one switched off dropped");
+    assert_eq!(
+        order,
+        [0, 1, 2, 3, 100, 4, 5, 7],
+        "in order; the one switched off dropped"
+    );
     let ts: Vec<u64> = all.iter().map(|e| e.1).collect();
     assert_eq!(ts[0], ts[1], "one stamp for the first pair");
     assert!(ts[2] > ts[1] + 1_000_000, "the later stamp is used: {ts:?}");
     assert_eq!(ts[2], ts[3], "one stamp for the second pair");
-    assert_eq!(ts[5], ts[6], "an older stamp is raised to the last record's, for both");
+    assert_eq!(
+        ts[5], ts[6],
+        "an older stamp is raised to the last record's, for both"
+    );
     assert_eq!(ts[5], ts[4]);
     assert!(ts[7] >= ts[6]);
 }
