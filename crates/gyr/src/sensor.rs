@@ -253,8 +253,8 @@ pub fn emit_at<E: Sensor>(event: &E, at: crate::clock::Stamp) {
 
 /// Records two events of one instant, `first` then `second`, both stamped `at`, each if its
 /// sensor is on: what two [`emit_at`] calls record, with the thread's buffer found once for
-/// both while both sensors are plainly on (an MPI send's call begin and its message, a
-/// receive's message and the call's end).
+/// both while both sensors are plainly on (an MPI receive's message and its call's end: the
+/// buffer's lookup, borrow and last-stamp compare once, not twice).
 #[inline(always)]
 pub fn emit_pair_at<A: Sensor, B: Sensor>(first: &A, second: &B, at: crate::clock::Stamp) {
     let (ta, tb) = (A::sensor_type(), B::sensor_type());
