@@ -38,8 +38,8 @@ macro_rules! blocking_send {
         ) -> c_int {
             // SAFETY: the program's arguments, passed on.
             let real = || unsafe { ffi::$real(buf, count, datatype, dest, tag, comm) };
-            let Some(mut call) = Call::begin(stringify!($name)) else { return real() };
-            call.record_at(|at| track::sent(comm, dest, tag, count, datatype, at));
+            let sent = |at| track::sent(comm, dest, tag, count, datatype, at);
+            let Some(mut call) = Call::begin_then(stringify!($name), sent) else { return real() };
             let rc = call.real(real);
             call.end(rc)
         }
@@ -76,11 +76,13 @@ pub unsafe extern "C" fn MPI_Recv(
     let st = status_or(status, &mut ours);
     // SAFETY: the program's arguments, with a status the MPI library may write.
     let rc = call.real(|| unsafe { ffi::recv(buf, count, datatype, source, tag, comm, st) });
-    if rc == ffi::SUCCESS {
-        // SAFETY: the status the call filled (the program's or ours).
-        call.record_at(|at| track::received(comm, unsafe { &*st }, at));
-    }
-    call.end(rc)
+    call.end_with(rc, || {
+        // SAFETY: the status the call filled (the program's or ours), read only after a
+        // successful call.
+        (rc == ffi::SUCCESS)
+            .then(|| track::recv_event(comm, unsafe { &*st }))
+            .flatten()
+    })
 }
 
 /// `MPI_Sendrecv`: its send before, its receive after.

@@ -36,6 +36,7 @@
 
 use crate::events::{MpiCollective, MpiComm, MpiCommFree, MpiComplete, MpiRequest};
 use crate::ffi::{self, Comm, Datatype, Request, Status};
+use gyr::msg::MsgRecv;
 use libc::c_int;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -499,6 +500,21 @@ fn received_on(info: &CommInfo, status: &Status, at: gyr::Stamp) {
     if peer >= 0 {
         gyr::msg::recv_on_at(info.id, peer as u32, status.tag, status.bytes(), at);
     }
+}
+
+/// The `gyr.msg.recv` of a blocking receive on `comm` completed with `status`, for the caller
+/// to record; `None` for `MPI_PROC_NULL`.
+pub(crate) fn recv_event(comm: Comm, status: &Status) -> Option<MsgRecv> {
+    with_comm(comm, |info| {
+        let peer = info.world(status.source);
+        (peer >= 0).then(|| MsgRecv {
+            peer: peer as u32,
+            tag: status.tag,
+            bytes: status.bytes(),
+            comm: info.id,
+        })
+    })
+    .flatten()
 }
 
 /// A blocking receive on `comm` completed with `status`, stamped `at`.

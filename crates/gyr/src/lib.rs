@@ -69,7 +69,7 @@ pub use runtime::{
     Summary, after_fork_in_child, flush, init, shutdown,
 };
 pub use sample::{SampleCell, SamplingSensor, sample, sample_cell};
-pub use sensor::{Sensor, SensorField, SensorInstance, emit, emit_at};
+pub use sensor::{Sensor, SensorField, SensorInstance, emit, emit_at, emit_pair_at};
 pub use sink::{CallbackSink, ChannelSink, FileSink, MemorySink, OwnedRecord, Sink};
 
 pub use gyr_core;

@@ -147,6 +147,21 @@ pub(crate) fn record_at(id: u32, at: u64, len: usize, encode: impl FnOnce(&mut [
     }
 }
 
+/// Two [`record_at`]s of one stamp, `first` then `second` (each a type id, a payload length
+/// and its encoder), with the thread's buffer found once.
+#[inline(always)]
+pub(crate) fn record_pair_at(
+    at: u64,
+    first: (u32, usize, impl FnOnce(&mut [u8])),
+    second: (u32, usize, impl FnOnce(&mut [u8])),
+) {
+    if let Some(mut b) = buffer() {
+        let at = at.max(b.last);
+        b.write_stamped(at, first.0, first.1, first.2);
+        b.write_stamped(at, second.0, second.1, second.2);
+    }
+}
+
 /// As [`record`], after the rate limits in `limits` admit the event; returns whether they did.
 pub(crate) fn record_limited(
     limits: &Limits,

@@ -134,6 +134,59 @@ struct Stamped {
     n: u64,
 }
 
+#[derive(Sensor)]
+struct Paired {
+    n: u64,
+}
+
+/// `emit_pair_at`: both events, first then second, with the one stamp (raised to the thread's
+/// last record's like `emit_at`'s); a type's first event registers it; a sensor switched off
+/// drops its event and not the other.
+#[test]
+fn a_pair_of_events_shares_one_stamp_in_order() {
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let first = gyr::Stamp::now();
+    std::thread::sleep(Duration::from_millis(2));
+    gyr::emit_pair_at(&Paired { n: 0 }, &Stamped { n: 1 }, first);
+    let at = gyr::Stamp::now();
+    gyr::emit_pair_at(&Stamped { n: 2 }, &Paired { n: 3 }, at);
+    Tick { thread: 1, n: 0 }.emit();
+    gyr::emit_pair_at(&Paired { n: 4 }, &Stamped { n: 5 }, at);
+    set_enabled(&Target::Type("paired".into()), false);
+    let later = gyr::Stamp::now();
+    gyr::emit_pair_at(&Paired { n: 6 }, &Stamped { n: 7 }, later);
+    set_enabled(&Target::Type("paired".into()), true);
+    rt.shutdown();
+    let n = |v: &[Value]| match v[0] {
+        Value::UInt(n) => n,
+        ref v => panic!("{v:?}"),
+    };
+    let mut all: Vec<(u64, u64, u64)> = ["paired", "stamped", "tick"]
+        .into_iter()
+        .flat_map(|t| mem.events(t))
+        .map(|(r, v)| (r.seq, r.timestamp, if v.len() == 1 { n(&v) } else { 100 }))
+        .collect();
+    all.sort_unstable();
+    let order: Vec<u64> = all.iter().map(|e| e.2).collect();
+    assert_eq!(
+        order,
+        [0, 1, 2, 3, 100, 4, 5, 7],
+        "in order; the one switched off dropped"
+    );
+    let ts: Vec<u64> = all.iter().map(|e| e.1).collect();
+    assert_eq!(ts[0], ts[1], "one stamp for the first pair");
+    assert!(ts[2] > ts[1] + 1_000_000, "the later stamp is used: {ts:?}");
+    assert_eq!(ts[2], ts[3], "one stamp for the second pair");
+    assert_eq!(
+        ts[5], ts[6],
+        "an older stamp is raised to the last record's, for both"
+    );
+    assert_eq!(ts[5], ts[4]);
+    assert!(ts[7] >= ts[6]);
+}
+
 /// Every event of 8 threads × 1M arrives exactly once, and per-thread sequence numbers have no
 /// gaps (Block policy).
 #[test]
