@@ -331,6 +331,9 @@ pub(crate) struct Columns {
     seq: Vec<u64>,
     perturbation_ns: Vec<u64>,
     values: Vec<Values>,
+    /// The string and bytes columns among `values`: the only ones that can fill a batch
+    /// early, checked after every row.
+    var_values: Vec<usize>,
 }
 
 impl Columns {
@@ -338,6 +341,17 @@ impl Columns {
     pub(crate) fn new(schema: &gyr_core::schema::Schema, columns: &[Column]) -> Self {
         let layout = Layout::new(schema);
         let starts = layout.fixed_starts();
+        let values: Vec<Values> = columns
+            .iter()
+            .skip(super::table::FIXED_COLUMNS.len())
+            .map(|c| Values::new(c.ty))
+            .collect();
+        let var_values = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches!(v, Values::Str(_) | Values::Bytes(_)))
+            .map(|(i, _)| i)
+            .collect();
         Columns {
             schema: schema_of(columns),
             starts,
@@ -351,11 +365,8 @@ impl Columns {
             thread_name_valid: NullBufferBuilder::new(0),
             seq: Vec::new(),
             perturbation_ns: Vec::new(),
-            values: columns
-                .iter()
-                .skip(super::table::FIXED_COLUMNS.len())
-                .map(|c| Values::new(c.ty))
-                .collect(),
+            values,
+            var_values,
             layout,
         }
     }
@@ -373,10 +384,11 @@ impl Columns {
     /// Whether a string or bytes column is so full that the batch must close now.
     pub(crate) fn full(&self) -> bool {
         self.thread_name.values.len() >= BATCH_VALUE_BYTES
-            || self
-                .values
-                .iter()
-                .any(|v| v.value_bytes() >= BATCH_VALUE_BYTES)
+            || self.var_values.iter().any(|&i| {
+                self.values
+                    .get(i)
+                    .is_some_and(|v| v.value_bytes() >= BATCH_VALUE_BYTES)
+            })
     }
 
     /// Appends a record's row; false, appending nothing, when `payload` does not match the
