@@ -609,8 +609,8 @@ const READ_AHEAD_CHUNKS: usize = 4;
 /// Reads a trace file, recovering every complete, valid chunk.
 ///
 /// Finding chunks (reading, scanning, checksums) and walking them (parsing blocks, decoding
-/// records) are two halves: with [`TraceReader::read_ahead`] the first runs on a thread the
-/// caller provides, a few chunks ahead of the second.
+/// records) are two halves: with [`TraceReader::read_ahead`] the first, and the decoding of
+/// records, run on a thread the caller provides, a few chunks ahead of the rest.
 #[derive(Debug)]
 pub struct TraceReader<R> {
     source: Source<R>,
@@ -1094,9 +1094,9 @@ impl<R: Read + Seek> TraceReader<R> {
 }
 
 impl<R: Read + Seek + Send + 'static> TraceReader<R> {
-    /// Finds chunks (reading, scanning, checksums) on a thread `spawn` provides, a few chunks
-    /// ahead of the walk, which parses them and calls back as without: on two cores a trace is
-    /// read faster. Items, summary and damage are the same, in the same order. The job starts
+    /// Finds chunks (reading, scanning, checksums) and decodes their records on a thread
+    /// `spawn` provides, a few chunks ahead of the walk, which parses their other blocks and
+    /// calls back as without: on two cores a trace is read faster. Items, summary and damage are the same, in the same order. The job starts
     /// when the walk begins, holds at most a few chunks, and ends when the walk reaches the end
     /// or the reader is dropped (the drop waits for it); a read error or a panic in it is
     /// reported as the read error of a walk without it. When `spawn` fails, the walk finds its
