@@ -105,7 +105,7 @@
 
 use crate::chunk_scan::{Input, Scanner, plausible_header};
 use crate::compact::{self, CompactRecords};
-use crate::record::{RecordRef, Records, stride};
+use crate::record::{RecordHeader, RecordRef, Records, stride};
 use crate::schema::{Schema, TypeId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -609,8 +609,8 @@ const READ_AHEAD_CHUNKS: usize = 4;
 /// Reads a trace file, recovering every complete, valid chunk.
 ///
 /// Finding chunks (reading, scanning, checksums) and walking them (parsing blocks, decoding
-/// records) are two halves: with [`TraceReader::read_ahead`] the first runs on a thread the
-/// caller provides, a few chunks ahead of the second.
+/// records) are two halves: with [`TraceReader::read_ahead`] the first, and the decoding of
+/// records, run on a thread the caller provides, a few chunks ahead of the rest.
 #[derive(Debug)]
 pub struct TraceReader<R> {
     source: Source<R>,
@@ -691,8 +691,8 @@ enum Next {
 #[derive(Debug)]
 struct ReadAhead {
     chunks: mpsc::Receiver<Scanned>,
-    /// Payloads the walk is done with, back to the thread.
-    spare: mpsc::SyncSender<Vec<u8>>,
+    /// Payloads (and their decoded records) the walk is done with, back to the thread.
+    spare: mpsc::SyncSender<(Vec<u8>, Option<Decoded>)>,
     /// Closed when the job ends, after a panic's message if it panicked: the reader's join.
     ended: Option<mpsc::Receiver<String>>,
 }
@@ -705,16 +705,28 @@ impl ReadAhead {
     ) -> Result<ReadAhead, Box<ChunkSource<R>>> {
         let (hand, take) = mpsc::sync_channel::<Box<ChunkSource<R>>>(1);
         let (tx, chunks) = mpsc::sync_channel(READ_AHEAD_CHUNKS);
-        let (spare, back) = mpsc::sync_channel::<Vec<u8>>(READ_AHEAD_CHUNKS);
+        let (spare, back) = mpsc::sync_channel::<(Vec<u8>, Option<Decoded>)>(READ_AHEAD_CHUNKS);
         let (stopped, ended) = mpsc::sync_channel::<String>(1);
         let job = Box::new(move || {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 let Ok(mut source) = take.recv() else { return };
+                let mut pool: Vec<Decoded> = Vec::new();
                 loop {
-                    while let Ok(buf) = back.try_recv() {
+                    while let Ok((buf, decoded)) = back.try_recv() {
                         source.scanner.recycle(buf);
+                        if let Some(d) = decoded
+                            && pool.len() < SPARE_DECODED
+                        {
+                            pool.push(d);
+                        }
                     }
-                    let found = source.next();
+                    let mut found = source.next();
+                    // The walking thread then only hands the records on.
+                    if let Next::Chunk(chunk) = &mut found.next {
+                        let mut decoded = pool.pop().unwrap_or_default();
+                        decoded.decode(&chunk.payload, found.version);
+                        chunk.decoded = Some(decoded);
+                    }
                     let last = !matches!(found.next, Next::Chunk(_));
                     // The reader was dropped, or this was the end: stop.
                     if tx.send(found).is_err() || last {
@@ -854,6 +866,7 @@ fn read_header_chunk<R: Read + Seek>(input: &mut Input<R>) -> io::Result<Result<
         index,
         offset: at,
         payload,
+        decoded: None,
     }))
 }
 
@@ -862,6 +875,78 @@ struct RawChunk {
     index: u32,
     offset: u64,
     payload: Vec<u8>,
+    /// Its records, decoded by a read-ahead thread; `None` when the walk decodes them.
+    decoded: Option<Decoded>,
+}
+
+/// A record decoded ahead of the walk: its header and where its payload lies in the chunk.
+#[derive(Debug, Clone, Copy)]
+struct DecodedRecord {
+    header: RecordHeader,
+    /// The payload's first byte, counted from the chunk payload's start (below 1 GiB).
+    at: u32,
+    len: u32,
+}
+
+/// A chunk's records blocks, decoded on the read-ahead thread so that the walking thread only
+/// hands them on: decoding is about half of a walk's own work.
+#[derive(Debug, Default)]
+struct Decoded {
+    /// Every records block's records, in order.
+    records: Vec<DecodedRecord>,
+    /// Per records block, in chunk order: where its records end in `records`, and what is
+    /// wrong with the rest of the block, if anything.
+    blocks: Vec<(usize, Option<String>)>,
+}
+
+/// The most records-buffers a read-ahead thread keeps for reuse.
+const SPARE_DECODED: usize = READ_AHEAD_CHUNKS + 2;
+
+impl Decoded {
+    /// Decodes the records blocks of `payload` (records of format `version`) as the walk
+    /// would, reusing this one's room.
+    fn decode(&mut self, payload: &[u8], version: u32) {
+        self.records.clear();
+        self.blocks.clear();
+        for block in parse_blocks(payload) {
+            let Ok((kind, body)) = block else { break };
+            if kind != KIND_RECORDS {
+                continue;
+            }
+            let mut error = None;
+            if let Some(records) = block_records(version, body) {
+                for rec in records {
+                    match rec {
+                        Ok(r) => self.records.push(DecodedRecord {
+                            header: r.header,
+                            // In the chunk: below MAX_CHUNK_PAYLOAD, so both fit.
+                            at: (r.payload.as_ptr() as usize - payload.as_ptr() as usize) as u32,
+                            len: r.payload.len() as u32,
+                        }),
+                        Err(what) => {
+                            error = Some(what);
+                            break;
+                        }
+                    }
+                }
+            }
+            self.blocks.push((self.records.len(), error));
+        }
+    }
+}
+
+/// The records of a records block `body` of format `version`; `None` when it is too short to
+/// name its thread or of a version this gyr cannot read (the walk says which).
+fn block_records(version: u32, body: &[u8]) -> Option<BlockRecords<'_>> {
+    let thread = u64::from_le_bytes(body.get(..8)?.try_into().ok()?);
+    match version {
+        1 => Some(BlockRecords::Fixed(Records::new(thread, &body[8..]))),
+        2 => Some(BlockRecords::Compact(CompactRecords::new(
+            thread,
+            &body[8..],
+        ))),
+        _ => None,
+    }
 }
 
 enum ChunkRead {
@@ -1009,9 +1094,9 @@ impl<R: Read + Seek> TraceReader<R> {
 }
 
 impl<R: Read + Seek + Send + 'static> TraceReader<R> {
-    /// Finds chunks (reading, scanning, checksums) on a thread `spawn` provides, a few chunks
-    /// ahead of the walk, which parses them and calls back as without: on two cores a trace is
-    /// read faster. Items, summary and damage are the same, in the same order. The job starts
+    /// Finds chunks (reading, scanning, checksums) and decodes their records on a thread
+    /// `spawn` provides, a few chunks ahead of the walk, which parses their other blocks and
+    /// calls back as without: on two cores a trace is read faster. Items, summary and damage are the same, in the same order. The job starts
     /// when the walk begins, holds at most a few chunks, and ends when the walk reaches the end
     /// or the reader is dropped (the drop waits for it); a read error or a panic in it is
     /// reported as the read error of a walk without it. When `spawn` fails, the walk finds its
@@ -1132,6 +1217,7 @@ impl<R: Read + Seek> ChunkSource<R> {
                         index: found.index,
                         offset: at,
                         payload,
+                        decoded: None,
                     }));
                 }
                 Some((found, _)) => {
@@ -1228,18 +1314,18 @@ impl<R: Read + Seek> TraceReader<R> {
         };
         self.summary.chunks += 1;
         let walked = self.walk_chunk(&chunk, f);
-        self.recycle(chunk.payload);
+        self.recycle(chunk.payload, chunk.decoded);
         Some(walked)
     }
 
     /// Hands a chunk's payload back to be filled again.
-    fn recycle(&mut self, payload: Vec<u8>) {
+    fn recycle(&mut self, payload: Vec<u8>, decoded: Option<Decoded>) {
         match &mut self.source {
             Source::Here(s) => s.scanner.recycle(payload),
             Source::Primed(s, ..) => s.scanner.recycle(payload),
             // A full channel means the thread has spares enough.
             Source::Ahead(a) => {
-                let _ = a.spare.try_send(payload);
+                let _ = a.spare.try_send((payload, decoded));
             }
         }
     }
@@ -1250,6 +1336,9 @@ impl<R: Read + Seek> TraceReader<R> {
         chunk: &RawChunk,
         f: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        // Records blocks walked so far, and where the next one's decoded records start.
+        let mut records_blocks = 0usize;
+        let mut decoded_from = 0usize;
         for block in parse_blocks(&chunk.payload) {
             let bad = |what: String| Damage::BadBlock {
                 chunk: chunk.index,
@@ -1296,6 +1385,17 @@ impl<R: Read + Seek> TraceReader<R> {
                         .push(bad("a thread block does not decode".into())),
                 },
                 KIND_RECORDS => {
+                    // The records decoded ahead for this block, if they were.
+                    let ahead = chunk.decoded.as_ref().and_then(|d| {
+                        let (end, error) = d.blocks.get(records_blocks)?;
+                        let from = std::mem::replace(&mut decoded_from, *end);
+                        Some(WalkRecords::Decoded {
+                            records: d.records.get(from..*end)?.iter(),
+                            payload: &chunk.payload,
+                            error: error.as_deref(),
+                        })
+                    });
+                    records_blocks += 1;
                     let Some(thread) = body.get(..8) else {
                         self.summary
                             .damage
@@ -1303,21 +1403,22 @@ impl<R: Read + Seek> TraceReader<R> {
                         continue;
                     };
                     let thread = u64::from_le_bytes(thread.try_into().unwrap());
-                    let records = match self.version {
-                        1 => BlockRecords::Fixed(Records::new(thread, &body[8..])),
-                        2 => BlockRecords::Compact(CompactRecords::new(thread, &body[8..])),
-                        v => {
+                    let records = match (ahead, block_records(self.version, body)) {
+                        (_, None) => {
+                            let v = self.version;
                             self.summary.damage.push(bad(format!(
                                 "its records are of format version {v}, which this gyr \
                                      cannot read"
                             )));
                             continue;
                         }
+                        (Some(ahead), Some(_)) => ahead,
+                        (None, Some(live)) => WalkRecords::Live(live),
                     };
                     // A block's records are mostly of a few types: the last few look-ups
                     // are kept (schemas do not change inside a block).
                     let mut recent: [Option<(TypeId, Option<&Schema>)>; 4] = [None; 4];
-                    for rec in records {
+                    for rec in records.with_thread(thread) {
                         let record = match rec {
                             Ok(record) => record,
                             Err(what) => {
@@ -1364,6 +1465,44 @@ impl<R: Read + Seek> TraceReader<R> {
             }
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// The records of one block as the walk takes them: decoded there, or ahead of it.
+enum WalkRecords<'a> {
+    Live(BlockRecords<'a>),
+    Decoded {
+        records: std::slice::Iter<'a, DecodedRecord>,
+        payload: &'a [u8],
+        /// What is wrong with the rest of the block, given after its records.
+        error: Option<&'a str>,
+    },
+}
+
+impl<'a> WalkRecords<'a> {
+    /// Its records, as `thread`'s.
+    fn with_thread(
+        self,
+        thread: u64,
+    ) -> impl Iterator<Item = Result<RecordRef<'a>, String>> + use<'a> {
+        let mut this = self;
+        std::iter::from_fn(move || match &mut this {
+            WalkRecords::Live(r) => r.next(),
+            WalkRecords::Decoded {
+                records,
+                payload,
+                error,
+            } => match records.next() {
+                Some(d) => Some(Ok(RecordRef {
+                    thread,
+                    header: d.header,
+                    payload: payload
+                        .get(d.at as usize..d.at as usize + d.len as usize)
+                        .unwrap_or_default(),
+                })),
+                None => error.take().map(|e| Err(e.to_owned())),
+            },
+        })
     }
 }
 
