@@ -223,14 +223,14 @@ impl Visit for Capture {
     }
 }
 
-/// Payload bytes of a span's fields kept inside its extension; longer payloads take an
-/// allocation of their own.
+/// Payload bytes of a span's fields kept inline; longer payloads take an allocation of their
+/// own.
 const INLINE: usize = 64;
 
-/// A span's fields, kept in its extensions from `new_span` on and updated by `record`:
-/// encoded once in gyr's payload layout, so that each enter copies them into the ring as they
-/// are, and held inline, so that a span with short fields costs one allocation (the
-/// extension's) where owned values and text would cost three.
+/// A span's fields, kept from `new_span` on (in the layer's table of open spans, or in the
+/// span's registry extensions) and updated by `record`: encoded once in gyr's payload layout,
+/// so that each enter copies them into the ring as they are, and held inline, so that a span
+/// with short fields allocates nothing where owned values and text would allocate twice.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SpanFields {
     /// The types of the fields: which schema of the span's call site they are recorded under.

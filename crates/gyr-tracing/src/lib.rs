@@ -44,17 +44,19 @@
 mod callsite;
 pub mod capture;
 mod entered;
+mod open;
 
 pub use callsite::{DEFAULT_MAX_CALLSITES, DEFAULT_MAX_SCHEMAS, MAX_VARIANTS, type_name};
 pub use capture::MAX_TEXT;
 
 use callsite::{Budget, Outcome, Table};
-use capture::{Capture, SpanFields};
+use capture::{Capture, MAX_FIELDS, SpanFields};
 use gyr::sync::events::{SpanBegin, SpanEnd};
+use open::Open;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Subscriber};
+use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -63,10 +65,22 @@ use tracing_subscriber::registry::LookupSpan;
 /// Add it beside any other layers of a [`tracing_subscriber::Registry`]; it never filters what
 /// the others see. It records into the gyr runtime of the process (`gyr::init()`), and records
 /// nothing, cheaply, while none runs. Clones share their call sites, schemas and counts (keep
-/// one to read [`unrecorded`](Self::unrecorded) after handing the other to a subscriber).
-#[derive(Debug, Clone)]
+/// one to read [`unrecorded`](Self::unrecorded) after handing the other to a subscriber); each
+/// clone keeps its own open spans, since each may serve a registry of its own, whose span ids
+/// are its own.
+#[derive(Debug)]
 pub struct GyrLayer {
     inner: Arc<Inner>,
+    open: Arc<Open>,
+}
+
+impl Clone for GyrLayer {
+    fn clone(&self) -> Self {
+        GyrLayer {
+            inner: self.inner.clone(),
+            open: Arc::default(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -97,6 +111,7 @@ impl GyrLayer {
                 budget: Budget::new(max_schemas),
                 unrecorded: AtomicU64::new(0),
             }),
+            open: Arc::default(),
         }
     }
 
@@ -109,10 +124,48 @@ impl GyrLayer {
 }
 
 impl GyrLayer {
-    /// What tells this layer's entered spans from other layers' on one thread.
+    /// What tells this layer's entered spans from other layers' (and other clones') on one
+    /// thread.
     #[inline]
     fn key(&self) -> usize {
-        Arc::as_ptr(&self.inner) as usize
+        Arc::as_ptr(&self.open) as usize
+    }
+}
+
+impl GyrLayer {
+    /// A new span's fields, encoded, if it has any and its call site is recorded.
+    fn fields_of(
+        &self,
+        attrs: &Attributes<'_>,
+        meta: &'static Metadata<'static>,
+    ) -> Option<SpanFields> {
+        if meta.fields().is_empty() {
+            return None;
+        }
+        let cs = self.inner.callsites.get(meta)?;
+        if cs.is_off() {
+            return None;
+        }
+        let mut cap = Capture::new(meta.fields().len());
+        attrs.record(&mut cap);
+        Some(SpanFields::from_capture(&cap))
+    }
+
+    /// Records span `id`'s begin and, if it has fields, its fields, and notes it entered.
+    #[inline]
+    fn begin(&self, id: &Id, meta: &'static Metadata<'static>, fields: Option<&SpanFields>) {
+        gyr::emit!(SpanBegin { name: meta.name() });
+        entered::push(self.key(), id.into_u64(), meta.name());
+        let Some(fields) = fields else {
+            return;
+        };
+        let Some(cs) = self.inner.callsites.get(meta) else {
+            return;
+        };
+        if !cs.is_off() {
+            self.inner
+                .count(cs.emit_encoded(fields.sig, fields.payload(), &self.inner.budget));
+        }
     }
 }
 
@@ -143,29 +196,33 @@ where
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let meta = attrs.metadata();
-        if meta.fields().is_empty() {
-            return;
-        }
-        let Some(cs) = self.inner.callsites.get(meta) else {
-            return;
-        };
-        if cs.is_off() {
-            return;
-        }
-        let mut cap = Capture::new(meta.fields().len());
-        attrs.record(&mut cap);
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(SpanFields::from_capture(&cap));
+        let fields = self.fields_of(attrs, meta);
+        // The span's slot, or, when another open span holds it, the registry's extensions.
+        if let Err(Some(fields)) = self.open.insert(id.into_u64(), meta, fields)
+            && let Some(span) = ctx.span(id)
+        {
+            span.extensions_mut().insert(fields);
         }
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        // Gathered outside the slot's lock: a value's `Debug` may log, even into this span.
+        let mut cap = Capture::new(MAX_FIELDS);
+        values.record(&mut cap);
+        let kept = self.open.with(id.into_u64(), |e| {
+            let n = e.meta.fields().len();
+            match &mut e.fields {
+                Some(f) => f.update(&cap, n),
+                None => e.fields = Some(SpanFields::from_capture(&cap)),
+            }
+        });
+        if kept.is_some() {
+            return;
+        }
         let Some(span) = ctx.span(id) else {
             return;
         };
         let n = span.metadata().fields().len();
-        let mut cap = Capture::new(n);
-        values.record(&mut cap);
         let mut ext = span.extensions_mut();
         match ext.get_mut::<SpanFields>() {
             Some(f) => f.update(&cap, n),
@@ -174,28 +231,24 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        // One registry lookup per callback: the span's metadata and fields come from it, and
-        // its exit finds the name in this thread's entries.
+        // A span in the table needs no registry lookup; its exit finds the name in this
+        // thread's entries.
+        let found = self.open.with(id.into_u64(), |e| {
+            self.begin(id, e.meta, e.fields.as_ref());
+        });
+        if found.is_some() {
+            return;
+        }
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let meta = span.metadata();
-        gyr::emit!(SpanBegin { name: meta.name() });
-        entered::push(self.key(), id.into_u64(), meta.name());
-        if meta.fields().is_empty() {
-            return;
-        }
         let ext = span.extensions();
-        let Some(fields) = ext.get::<SpanFields>() else {
-            return;
-        };
-        let Some(cs) = self.inner.callsites.get(meta) else {
-            return;
-        };
-        if !cs.is_off() {
-            self.inner
-                .count(cs.emit_encoded(fields.sig, fields.payload(), &self.inner.budget));
-        }
+        self.begin(id, span.metadata(), ext.get::<SpanFields>());
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        // Dropped outside the slot's lock.
+        drop(self.open.remove(id.into_u64()));
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {

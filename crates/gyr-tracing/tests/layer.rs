@@ -375,3 +375,58 @@ fn without_a_runtime_nothing_is_recorded_and_nothing_fails() {
     });
     assert_eq!(layer.unrecorded(), 0);
 }
+
+#[test]
+fn spans_beyond_the_table_keep_their_fields_and_records() {
+    let _g = serial();
+    // More spans open at once than the layer's table has slots: some share a slot and keep
+    // their fields in the registry's extensions; every one records its own values.
+    let n = 1000_u64;
+    let mem = record(GyrLayer::new(), || {
+        let spans: Vec<tracing::Span> = (0..n)
+            .map(|i| tracing::info_span!("many", i, later = tracing::field::Empty))
+            .collect();
+        for (i, s) in spans.iter().enumerate() {
+            s.record("later", i as u64 * 10);
+        }
+        for s in &spans {
+            s.in_scope(|| {});
+        }
+    });
+    let fields = mem.events(&ty("many", "info"));
+    assert_eq!(fields.len(), n as usize);
+    let mut seen: Vec<(u64, u64)> = fields
+        .iter()
+        .map(|(_, v)| match v[..] {
+            [Value::UInt(i), Value::UInt(later)] => (i, later),
+            ref other => panic!("unexpected fields {other:?}"),
+        })
+        .collect();
+    seen.sort();
+    let want: Vec<(u64, u64)> = (0..n).map(|i| (i, i * 10)).collect();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn clones_in_two_registries_keep_their_spans_apart() {
+    let _g = serial();
+    let mem = MemorySink::new();
+    let rt = gyr::Builder::new()
+        .serve(false)
+        .sink(mem.clone())
+        .start()
+        .unwrap();
+    let layer = GyrLayer::new();
+    let a = tracing::Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+    let b = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    // Both registries give their first span the same id.
+    let sa = tracing::dispatcher::with_default(&a, || tracing::info_span!("twin", who = 1_u64));
+    let sb = tracing::dispatcher::with_default(&b, || tracing::info_span!("twin", who = 2_u64));
+    assert_eq!(sa.id(), sb.id());
+    tracing::dispatcher::with_default(&a, || sa.in_scope(|| {}));
+    tracing::dispatcher::with_default(&b, || sb.in_scope(|| {}));
+    drop((sa, sb));
+    rt.shutdown();
+    let who: Vec<Value> = firsts(&mem, &ty("twin", "info"));
+    assert_eq!(who, vec![Value::UInt(1), Value::UInt(2)]);
+}
