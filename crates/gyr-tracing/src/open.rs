@@ -5,15 +5,15 @@
 //!
 //! A span takes the slot its id hashes to, when it is free, from its creation to its close;
 //! each slot has a lock of its own, so a span entered, recorded or closed on any thread finds
-//! the same slot. The lock, a [`SpinLock`], is held while an entry is read, written or copied
-//! into the ring, never around the program's code. A span whose slot is taken by another open
-//! span keeps its fields in the registry's extensions as before. The registry never gives two open spans one id, and a span
-//! leaves its slot when it closes, so an entry always belongs to the open span of its id.
+//! the same slot. The lock, the `spin` crate's spin lock, is held while an entry is read,
+//! written or copied into the ring, never around the program's code. A span whose slot is
+//! taken by another open span keeps its fields in the registry's extensions as before. The
+//! registry never gives two open spans one id, and a span leaves its slot when it closes, so
+//! an entry always belongs to the open span of its id.
 
 use crate::capture::SpanFields;
-use std::cell::UnsafeCell;
-use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+use spin::relax::Yield;
 use tracing_core::Metadata;
 
 /// Slots of one layer's table: spans open at once beyond about this many (or hashing to a
@@ -28,66 +28,16 @@ pub(crate) struct Entry {
     pub(crate) fields: Option<SpanFields>,
 }
 
-/// A slot on a cache line of its own, so that spans of different threads do not share one.
-type Slot = SpinLock<Option<Entry>>;
+/// A slot's lock: held only for a few loads and stores (never around the program's code),
+/// so a spin lock, whose release is one store where a `Mutex`'s is a second atomic swap (it
+/// must learn whether a thread sleeps on it). A thread finding it held yields its time slice,
+/// so a holder that lost its core gets it back.
+type SlotLock = SpinMutex<Option<Entry>, Yield>;
 
-/// A lock held only for a few loads and stores (never around the program's code): taking it
-/// is one atomic swap and releasing it one store, where a `Mutex` pays a second atomic swap to
-/// release. A thread finding it held spins, and yields after a while.
+/// A slot on a cache line of its own, so that spans of different threads do not share one.
 #[derive(Debug, Default)]
 #[repr(align(64))]
-pub(crate) struct SpinLock<T> {
-    held: AtomicBool,
-    value: UnsafeCell<T>,
-}
-
-// SAFETY: `value` is reached only through a `Held`, and `lock` hands out one `Held` at a time
-// (the swap that takes `held` is `Acquire`, the store that releases it `Release`), so the
-// value moves between threads as behind a `Mutex`, which needs `T: Send` alone.
-unsafe impl<T: Send> Sync for SpinLock<T> {}
-
-/// A taken [`SpinLock`], released when dropped.
-pub(crate) struct Held<'a, T>(&'a SpinLock<T>);
-
-impl<T> SpinLock<T> {
-    #[inline]
-    pub(crate) fn lock(&self) -> Held<'_, T> {
-        let mut spins = 0_u32;
-        while self.held.swap(true, Ordering::Acquire) {
-            while self.held.load(Ordering::Relaxed) {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        Held(self)
-    }
-}
-
-impl<T> Deref for Held<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: this `Held` is the only one of its lock (see `SpinLock`'s `Sync`).
-        unsafe { &*self.0.value.get() }
-    }
-}
-
-impl<T> DerefMut for Held<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: this `Held` is the only one of its lock, and borrowed mutably.
-        unsafe { &mut *self.0.value.get() }
-    }
-}
-
-impl<T> Drop for Held<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        self.0.held.store(false, Ordering::Release);
-    }
-}
+struct Slot(SlotLock);
 
 /// The open spans of one layer.
 #[derive(Debug)]
@@ -104,11 +54,11 @@ impl Default for Open {
 }
 
 impl Open {
-    fn slot(&self, id: u64) -> Held<'_, Option<Entry>> {
+    fn slot(&self, id: u64) -> SpinMutexGuard<'_, Option<Entry>> {
         // Fibonacci hashing: the registry's ids of spans made one after the other differ in
         // their low bits (slab index) or high bits (generation) only.
         let at = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize;
-        self.slots[at].lock()
+        self.slots[at].0.lock()
     }
 
     /// Keeps a new span's metadata and fields; `Err` gives the fields back when its slot is
@@ -174,24 +124,6 @@ mod tests {
         FieldSet::new(&[], Identifier(&CS)),
         Kind::SPAN,
     );
-
-    #[test]
-    fn the_spin_lock_lets_one_thread_in_at_a_time() {
-        // Unlocked read-modify-writes from four threads lose increments.
-        let lock = SpinLock::<(u64, u64)>::default();
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..100_000 {
-                        let mut held = lock.lock();
-                        let (a, b) = *held;
-                        *held = (a + 1, b + 2);
-                    }
-                });
-            }
-        });
-        assert_eq!(*lock.lock(), (400_000, 800_000));
-    }
 
     #[test]
     fn an_entry_lives_from_insert_to_remove_and_only_for_its_id() {
