@@ -154,16 +154,7 @@ impl Call {
     /// Starts recording the call `name`, if it should be recorded.
     #[inline]
     pub(crate) fn begin(name: &'static str) -> Option<Call> {
-        let (block, errno, errno_value) = Self::enter()?;
-        let at = gyr::Stamp::now();
-        quiet(|| gyr::emit_at(&MpiBegin { call: name }, at));
-        Some(Call {
-            name,
-            block,
-            errno,
-            errno_value,
-            at,
-        })
+        Self::begin_then(name, |_| ())
     }
 
     /// [`Call::begin`], with `f` recording the events of the call's begin instant (a send's
