@@ -4,12 +4,12 @@
 //!
 //! # The emit path
 //!
-//! `Sensor.emit(*args)` takes the fields positionally, in declared order. It checks the switch
-//! first (one relaxed load) and returns at once when the sensor is off. For a type whose fields
-//! are all numbers or booleans (a fixed-size payload) the arguments are packed on the stack into
-//! gyr's payload layout (`gyr_core::value`) and copied into the thread's ring: no allocation
-//! besides the argument tuple Python builds for the call. Strings, bytes and arrays take the
-//! general path, through `Value`s.
+//! `Sensor.emit(*fields)` takes the fields positionally, in declared order; the first eight
+//! come as parameters of their own, so that Python builds no tuple for the call. It checks the
+//! switch first (one relaxed load) and returns at once when the sensor is off. For a type whose
+//! fields are all numbers or booleans (a fixed-size payload) the arguments are packed on the
+//! stack into gyr's payload layout (`gyr_core::value`) and copied into the thread's ring: no
+//! allocation. Strings, bytes and arrays take the general path, through `Value`s.
 //!
 //! # Threads and the GIL
 //!
@@ -37,9 +37,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Payloads of at most this many bytes, all of fixed size, are packed on the stack; longer
-/// ones take the general path (a sensor's fields rarely add up to more).
-pub(crate) const FAST_PAYLOAD: usize = 256;
+/// Fields `Sensor.emit` takes as parameters of their own; the rest arrive as a tuple.
+const DIRECT_FIELDS: usize = 8;
 
 /// Distinct span names a program may use: each is kept for the life of the process (a span's
 /// name is static in gyr), so a name built from changing data would grow without end.
@@ -55,28 +54,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-thread_local! {
-    /// Whether this thread has given gyr its name from `threading`.
-    static NAMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Gives gyr the calling thread's `threading` name (`MainThread`, `Thread-2 (worker)`, or the
 /// program's own) before the thread's first record, so that the views name Python's threads as
-/// Python does; called where a thread may record first.
+/// Python does; called where a thread may record first. Once named, a thread costs one load
+/// from thread-local storage here.
 #[inline]
 fn name_thread(py: Python<'_>) {
-    if NAMED.with(std::cell::Cell::get) {
-        return;
+    if !gyr::thread::is_named() {
+        name_thread_now(py);
     }
-    NAMED.with(|n| n.set(true));
+}
+
+#[cold]
+#[inline(never)]
+fn name_thread_now(py: Python<'_>) {
     let name = py
         .import("threading")
         .and_then(|t| t.call_method0("current_thread"))
         .and_then(|t| t.getattr("name"))
         .and_then(|n| n.extract::<String>());
-    if let Ok(name) = name {
-        gyr::thread::set_name(&name);
-    }
+    // A thread whose name cannot be read now (the interpreter is ending) is named all the
+    // same, so that this is asked once per thread.
+    gyr::thread::set_name(name.as_deref().unwrap_or("Python thread"));
 }
 
 /// Starts gyr's runtime as a Rust program's `gyr::init` does: configured by the `GYR_*`
@@ -208,7 +207,8 @@ struct Sensor {
     sensor: DynamicSensor,
     /// The fields' types, in order.
     types: Box<[FieldType]>,
-    /// The payload's size when every field has a fixed size that fits [`FAST_PAYLOAD`].
+    /// The payload's size when the type has at most [`DIRECT_FIELDS`] fields, each a number or
+    /// a boolean (so at most 64 bytes, packed on the stack).
     fixed: Option<usize>,
 }
 
@@ -218,7 +218,7 @@ impl Sensor {
         let fixed = sensor
             .schema()
             .fixed_size()
-            .filter(|&n| n <= FAST_PAYLOAD && types.iter().all(|t| t.scalar().is_some()));
+            .filter(|_| types.len() <= DIRECT_FIELDS && types.iter().all(|t| t.scalar().is_some()));
         Sensor {
             sensor,
             types,
@@ -241,13 +241,52 @@ impl Sensor {
         ))
     }
 
+    /// Why the fields given do not fit the type: too few or too many, or a None among them
+    /// (`more` fields came after the direct ones).
+    fn arity_error(&self, direct: &[Option<&Bound<'_, PyAny>>], more: usize) -> PyErr {
+        let given = if more > 0 {
+            direct.len() + more
+        } else {
+            direct
+                .iter()
+                .rposition(Option::is_some)
+                .map_or(0, |i| i + 1)
+        };
+        let fields = &self.sensor.schema().fields;
+        if given == fields.len()
+            && let Some(i) = direct[..given.min(direct.len())]
+                .iter()
+                .position(Option::is_none)
+        {
+            return invalid(format!(
+                "{}: field `{}` ({}) is None: every field needs a value",
+                self.name(),
+                fields[i].name,
+                fields[i].ty
+            ));
+        }
+        let names = fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        invalid(format!(
+            "{} takes {} fields ({names}), {given} given{}",
+            self.name(),
+            fields.len(),
+            if given < fields.len() {
+                " (a None counts as no value)"
+            } else {
+                ""
+            }
+        ))
+    }
+
     /// The general path: every field as a `Value`, checked and encoded by gyr.
-    fn emit_values(&self, args: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let py = args.py();
+    fn emit_values(&self, py: Python<'_>, items: &[Bound<'_, PyAny>]) -> PyResult<()> {
         let mut values = Vec::with_capacity(self.types.len());
-        for (i, ty) in self.types.iter().enumerate() {
-            let item = args.get_item(i)?;
-            let v = field_value(&item, *ty).map_err(|e| self.field_error(i, e, py))?;
+        for (i, (ty, item)) in self.types.iter().zip(items).enumerate() {
+            let v = field_value(item, *ty).map_err(|e| self.field_error(i, e, py))?;
             values.push(v);
         }
         self.sensor
@@ -372,37 +411,63 @@ impl Sensor {
 
     /// Records one event, its fields given positionally in declared order. Returns at once
     /// when the sensor is off.
-    #[pyo3(signature = (*args))]
-    fn emit(&self, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+    ///
+    /// The first [`DIRECT_FIELDS`] fields are parameters of their own, so that Python passes
+    /// them without building a tuple (a `*args` tuple was a fifth of an emit's instructions);
+    /// further fields come in `more`. None is never a field's value, so a None reads as a
+    /// field not given.
+    #[pyo3(
+        signature = (f0=None, f1=None, f2=None, f3=None, f4=None, f5=None, f6=None, f7=None, /, *more),
+        text_signature = "($self, /, *fields)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn emit<'py>(
+        &self,
+        py: Python<'py>,
+        f0: Option<&Bound<'py, PyAny>>,
+        f1: Option<&Bound<'py, PyAny>>,
+        f2: Option<&Bound<'py, PyAny>>,
+        f3: Option<&Bound<'py, PyAny>>,
+        f4: Option<&Bound<'py, PyAny>>,
+        f5: Option<&Bound<'py, PyAny>>,
+        f6: Option<&Bound<'py, PyAny>>,
+        f7: Option<&Bound<'py, PyAny>>,
+        more: &Bound<'py, PyTuple>,
+    ) -> PyResult<()> {
         if !self.sensor.is_on() {
             return Ok(());
         }
-        name_thread(args.py());
-        if args.len() != self.types.len() {
-            return Err(invalid(format!(
-                "{} takes {} fields ({}), {} given",
-                self.name(),
-                self.types.len(),
-                self.sensor
-                    .schema()
-                    .fields
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                args.len()
-            )));
+        let direct = [f0, f1, f2, f3, f4, f5, f6, f7];
+        let n = self.types.len();
+        if !(more.len() == n.saturating_sub(DIRECT_FIELDS)
+            && direct
+                .iter()
+                .enumerate()
+                .all(|(i, f)| f.is_some() == (i < n)))
+        {
+            return Err(self.arity_error(&direct, more.len()));
         }
+        name_thread(py);
         let Some(size) = self.fixed else {
-            return self.emit_values(args);
+            let items = direct
+                .into_iter()
+                .flatten()
+                .cloned()
+                .chain(more.iter())
+                .collect::<Vec<_>>();
+            return self.emit_values(py, &items);
         };
-        let mut buf = [0u8; FAST_PAYLOAD];
+        // At most eight fields of at most eight bytes.
+        let mut buf = [0u8; DIRECT_FIELDS * 8];
         let mut at = 0;
-        for (i, ty) in self.types.iter().enumerate() {
-            let item = args.get_borrowed_item(i)?;
+        for (i, (ty, item)) in self
+            .types
+            .iter()
+            .zip(direct.into_iter().flatten())
+            .enumerate()
+        {
             let s = ty.scalar().unwrap_or(ScalarType::U8);
-            at += put_scalar(&mut buf[at..], s, &item)
-                .map_err(|e| self.field_error(i, e, args.py()))?;
+            at += put_scalar(&mut buf[at..], s, item).map_err(|e| self.field_error(i, e, py))?;
         }
         debug_assert_eq!(at, size);
         self.sensor

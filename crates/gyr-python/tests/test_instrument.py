@@ -92,6 +92,26 @@ def test_emits_that_do_not_fit_are_refused_with_the_field(runtime):
     fixed = gyr.Sensor("py.unit.fixed", a="i32", b="f32")
     with pytest.raises(gyr.InvalidValueError, match="field `a`"):
         fixed.emit(2**40, 1.0)
+    # None is no field's value, wherever it stands.
+    with pytest.raises(gyr.InvalidValueError, match=r"field `a` \(i32\) is None"):
+        fixed.emit(None, 1.0)
+    with pytest.raises(gyr.InvalidValueError, match=r"takes 2 fields \(a, b\), 1 given \(a None"):
+        fixed.emit(1, None)
+    with pytest.raises(gyr.InvalidValueError, match=r"takes 2 fields \(a, b\), 3 given"):
+        fixed.emit(1, 1.0, 2)
+    with pytest.raises(TypeError):
+        fixed.emit(f0=1, f1=1.0)
+    # Beyond the eighth field, fields come in a tuple: counted and checked all the same.
+    wide = gyr.Sensor("py.unit.wide", [(f"c{i}", "u16") for i in range(10)])
+    wide.emit(*range(10))
+    with pytest.raises(gyr.InvalidValueError, match=r"takes 10 fields \(c0, .*, c9\), 9 given"):
+        wide.emit(*range(9))
+    with pytest.raises(gyr.InvalidValueError, match=r"takes 10 fields .*, 11 given"):
+        wide.emit(*range(11))
+    with pytest.raises(gyr.InvalidValueError, match="field `c9`"):
+        wide.emit(*range(9), -1)
+    with pytest.raises(gyr.InvalidValueError, match=r"field `c3` \(u16\) is None"):
+        wide.emit(0, 1, 2, None, 4, 5, 6, 7, 8, 9)
 
 
 def test_a_sensor_switched_off_records_nothing_and_checks_nothing(runtime):
@@ -243,3 +263,36 @@ def test_threads_are_named_as_threading_names_them(tmp_path):
     assert names[0] == "MainThread", names
     assert names[1] == "reader-7", names
     assert names[2].startswith("Thread-") and "(work)" in names[2], names
+
+
+WIDTHS = """
+import sys
+import gyr
+gyr.init(trace=sys.argv[1], serve=False)
+# Every field count, on both sides of the eighth field, and a field of every scalar type.
+for k in range(1, 12):
+    gyr.Sensor(f"py.width{k}", [(f"c{i}", "i64") for i in range(k)]).emit(*range(-1, k - 1))
+types = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool"]
+gyr.Sensor("py.every", [(t, t) for t in types]).emit(-8, -16, -32, -2**63, 8, 16, 32, 2**64 - 1, 0.5, 0.25, True)
+gyr.Sensor("py.eight", [(t, t) for t in types[:8]]).emit(-8, -16, -32, -2**63, 8, 16, 32, 2**64 - 1)
+gyr.shutdown()
+"""
+
+
+def test_every_field_count_and_scalar_type_reaches_the_trace(tmp_path):
+    import sys
+
+    trace = tmp_path / "widths.gyr"
+    script = tmp_path / "widths.py"
+    script.write_text(WIDTHS)
+    subprocess.run([sys.executable, str(script), str(trace)], check=True, capture_output=True, timeout=60)
+    tables = gyr.read_trace(trace)
+    for k in range(1, 12):
+        row = tables[f"py.width{k}"].to_pylist()[0]
+        assert [row[f"c{i}"] for i in range(k)] == list(range(-1, k - 1)), k
+    every = tables["py.every"].to_pylist()[0]
+    values = [-8, -16, -32, -(2**63), 8, 16, 32, 2**64 - 1, 0.5, 0.25, True]
+    types = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool"]
+    assert [every[t] for t in types] == values
+    eight = tables["py.eight"].to_pylist()[0]
+    assert [eight[t] for t in types[:8]] == values[:8]

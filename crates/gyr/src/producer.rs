@@ -84,6 +84,7 @@ pub(crate) fn name_thread(name: &str) -> bool {
     {
         return false;
     }
+    fast::set_named();
     let running = state::current().map(|s| s.epoch);
     LOCAL
         .try_with(|l| {
@@ -91,6 +92,13 @@ pub(crate) fn name_thread(name: &str) -> bool {
                 .is_ok_and(|b| b.as_ref().is_none_or(|b| Some(b.epoch) != running))
         })
         .unwrap_or(false)
+}
+
+/// Whether the program named the calling thread ([`name_thread`]); one load from the static
+/// TLS block, cheap enough to ask before every event.
+#[inline(always)]
+pub(crate) fn thread_named() -> bool {
+    fast::named()
 }
 
 /// A thread id reserved for a thread about to be created (see [`reserve_thread`]).
@@ -275,6 +283,8 @@ mod fast {
     struct Slot {
         cell: Cell<*const Target>,
         closed: Cell<bool>,
+        /// The program named this thread ([`super::name_thread`]).
+        named: Cell<bool>,
     }
 
     // 16 zero bytes in `.tbss`, one copy per thread, hidden (shared by this crate's codegen units,
@@ -310,7 +320,7 @@ mod fast {
             );
         }
         // SAFETY: the copy is this thread's, 8-byte aligned, zeroed at the thread's start (a
-        // valid `Slot`: null, not closed) and lives as long as the thread; `Slot` is not
+        // valid `Slot`: null, not closed, not named) and lives as long as the thread; `Slot` is not
         // `Sync` and the reference never leaves this module, so only this thread uses it.
         unsafe { &*p }
     }
@@ -333,13 +343,33 @@ mod fast {
     pub(super) fn closed() -> bool {
         slot().closed.get()
     }
+
+    #[inline(always)]
+    pub(super) fn named() -> bool {
+        slot().named.get()
+    }
+
+    pub(super) fn set_named() {
+        slot().named.set(true)
+    }
 }
 
 /// Without the static TLS block, every access takes the `thread_local!` path.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod fast {
     use super::ThreadBuffer;
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
+
+    thread_local! {
+        static NAMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(super) fn named() -> bool {
+        NAMED.try_with(Cell::get).unwrap_or(true)
+    }
+    pub(super) fn set_named() {
+        let _ = NAMED.try_with(|n| n.set(true));
+    }
 
     #[inline(always)]
     pub(super) fn get() -> *const RefCell<Option<ThreadBuffer>> {

@@ -73,6 +73,13 @@ pub fn set_name(name: &str) -> bool {
     producer::name_thread(name)
 }
 
+/// Whether [`set_name`] named the calling thread, in any runtime: cheap enough (one load from
+/// thread-local storage) for a binding that names threads lazily to ask before every event.
+#[inline]
+pub fn is_named() -> bool {
+    producer::thread_named()
+}
+
 /// Records the calling thread's end: call it last in the thread.
 pub fn exit() {
     emit!(ThreadExit {});

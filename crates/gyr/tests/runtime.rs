@@ -506,6 +506,7 @@ fn threads_without_a_std_name_take_their_kernel_name() {
 
 /// A name set through `gyr::thread::set_name` before a thread's first record is the one its
 /// records carry (before std's); set after it, it is refused and the thread keeps its name.
+/// `is_named` tells whether the thread was named, from then on.
 #[test]
 fn a_thread_named_before_its_first_record_carries_that_name() {
     let _g = support::serial();
@@ -518,10 +519,14 @@ fn a_thread_named_before_its_first_record_carries_that_name() {
     let (early, late) = std::thread::Builder::new()
         .name("std-name".into())
         .spawn(|| {
+            // A std name is not the program's: a binding naming threads lazily still asks.
+            assert!(!gyr::thread::is_named());
             let early = gyr::thread::set_name("Thread-1 (worker)");
+            assert!(gyr::thread::is_named());
             gyr::emit!(Ping { n: 1 });
             let late = gyr::thread::set_name("too late");
             gyr::emit!(Ping { n: 2 });
+            assert!(gyr::thread::is_named());
             (early, late)
         })
         .unwrap()
