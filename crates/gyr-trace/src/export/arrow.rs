@@ -11,7 +11,7 @@
 //! may be unknown).
 
 use super::table::{Column, ColumnType, Fixed, TableSink};
-use arrow_array::builder::{BooleanBufferBuilder, NullBufferBuilder};
+use arrow_array::builder::{BooleanBufferBuilder, NullBufferBuilder, StringBuilder};
 use arrow_array::types::{
     Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, TimestampNanosecondType,
     UInt8Type, UInt16Type, UInt32Type, UInt64Type,
@@ -34,6 +34,13 @@ const BATCH_VALUE_BYTES: usize = 1 << 30;
 
 fn arrow_error(e: arrow_schema::ArrowError) -> io::Error {
     io::Error::other(format!("Arrow: {e}"))
+}
+
+/// Whether `b` is UTF-8, as `std::str::from_utf8` decides; short ASCII strings, the common
+/// case, are told at once.
+#[inline]
+fn is_utf8(b: &[u8]) -> bool {
+    b.is_ascii() || std::str::from_utf8(b).is_ok()
 }
 
 /// Strings or bytes being gathered: Arrow's offsets and values.
@@ -277,7 +284,7 @@ impl Layout {
                     let Some(b) = p.get(at + 4..).and_then(|r| r.get(..len)) else {
                         return false;
                     };
-                    if *ty == FieldType::Str && std::str::from_utf8(b).is_err() {
+                    if *ty == FieldType::Str && !is_utf8(b) {
                         return false;
                     }
                     4 + len
@@ -290,6 +297,19 @@ impl Layout {
             };
         }
         true
+    }
+
+    /// Where each payload column's value lies in every payload, when every field has a fixed
+    /// size; `None` otherwise.
+    fn fixed_places(&self) -> Option<Vec<usize>> {
+        self.fixed_size?;
+        let starts = self.fixed_starts();
+        Some(
+            self.slots
+                .iter()
+                .map(|s| starts.get(s.field).copied().unwrap_or(0) + s.at)
+                .collect(),
+        )
     }
 
     /// Where each field starts in every payload, when that is fixed.
@@ -320,14 +340,17 @@ pub(crate) struct Columns {
     layout: Layout,
     /// Where each field of the current payload starts.
     starts: Vec<usize>,
+    /// Where each payload column's value lies, the same in every payload (fixed-size types):
+    /// no field start is looked up per row.
+    places: Option<Vec<usize>>,
     rows: usize,
     time_ns: Vec<u64>,
     wall: Vec<i64>,
     wall_valid: NullBufferBuilder,
     pid: Vec<u32>,
     thread: Vec<u64>,
-    thread_name: Var,
-    thread_name_valid: NullBufferBuilder,
+    /// Built from `&str`s, so that closing a batch does not check every name's UTF-8 again.
+    thread_name: StringBuilder,
     seq: Vec<u64>,
     perturbation_ns: Vec<u64>,
     values: Vec<Values>,
@@ -341,6 +364,7 @@ impl Columns {
     pub(crate) fn new(schema: &gyr_core::schema::Schema, columns: &[Column]) -> Self {
         let layout = Layout::new(schema);
         let starts = layout.fixed_starts();
+        let places = layout.fixed_places();
         let values: Vec<Values> = columns
             .iter()
             .skip(super::table::FIXED_COLUMNS.len())
@@ -355,14 +379,14 @@ impl Columns {
         Columns {
             schema: schema_of(columns),
             starts,
+            places,
             rows: 0,
             time_ns: Vec::new(),
             wall: Vec::new(),
             wall_valid: NullBufferBuilder::new(0),
             pid: Vec::new(),
             thread: Vec::new(),
-            thread_name: Var::new(),
-            thread_name_valid: NullBufferBuilder::new(0),
+            thread_name: StringBuilder::new(),
             seq: Vec::new(),
             perturbation_ns: Vec::new(),
             values,
@@ -383,7 +407,7 @@ impl Columns {
 
     /// Whether a string or bytes column is so full that the batch must close now.
     pub(crate) fn full(&self) -> bool {
-        self.thread_name.values.len() >= BATCH_VALUE_BYTES
+        self.thread_name.values_slice().len() >= BATCH_VALUE_BYTES
             || self.var_values.iter().any(|&i| {
                 self.values
                     .get(i)
@@ -392,7 +416,9 @@ impl Columns {
     }
 
     /// Appends a record's row; false, appending nothing, when `payload` does not match the
-    /// table's type.
+    /// table's type. Inlined into the table writer's per-record call, so that a row's fixed
+    /// columns go from the record header to the columns without a `Fixed` laid out in memory.
+    #[inline(always)]
     pub(crate) fn push(&mut self, fixed: &Fixed<'_>, payload: &[u8]) -> bool {
         if !self.layout.check(payload, &mut self.starts) {
             return false;
@@ -411,20 +437,23 @@ impl Columns {
         self.pid.push(fixed.pid);
         self.thread.push(fixed.thread);
         match fixed.thread_name {
-            Some(name) => {
-                self.thread_name.push(name.as_bytes());
-                self.thread_name_valid.append_non_null();
-            }
-            None => {
-                self.thread_name.push_empty();
-                self.thread_name_valid.append_null();
-            }
+            Some(name) => self.thread_name.append_value(name),
+            None => self.thread_name.append_null(),
         }
         self.seq.push(fixed.seq);
         self.perturbation_ns.push(fixed.perturbation_ns);
-        for (v, slot) in self.values.iter_mut().zip(&self.layout.slots) {
-            let at = self.starts.get(slot.field).copied().unwrap_or(0) + slot.at;
-            v.push(payload, at);
+        match &self.places {
+            Some(places) => {
+                for (v, &at) in self.values.iter_mut().zip(places) {
+                    v.push(payload, at);
+                }
+            }
+            None => {
+                for (v, slot) in self.values.iter_mut().zip(&self.layout.slots) {
+                    let at = self.starts.get(slot.field).copied().unwrap_or(0) + slot.at;
+                    v.push(payload, at);
+                }
+            }
         }
         self.rows += 1;
         true
@@ -442,7 +471,12 @@ impl Columns {
         }
         let rows = self.rows;
         self.rows = 0;
-        let (names, names_data) = self.thread_name.take();
+        let name_bytes = self.thread_name.values_slice().len();
+        let names = std::mem::replace(
+            &mut self.thread_name,
+            StringBuilder::with_capacity(rows, name_bytes),
+        )
+        .finish();
         let mut arrays: Vec<ArrayRef> = vec![
             Arc::new(PrimitiveArray::<UInt64Type>::new(
                 take(&mut self.time_ns),
@@ -460,10 +494,7 @@ impl Columns {
                 take(&mut self.thread),
                 None,
             )),
-            Arc::new(
-                StringArray::try_new(names, names_data, self.thread_name_valid.finish())
-                    .map_err(arrow_error)?,
-            ),
+            Arc::new(names),
             Arc::new(PrimitiveArray::<UInt64Type>::new(take(&mut self.seq), None)),
             Arc::new(PrimitiveArray::<UInt64Type>::new(
                 take(&mut self.perturbation_ns),
@@ -587,6 +618,7 @@ impl TableSink for ArrowSink {
         Ok(self.tables.len() - 1)
     }
 
+    #[inline(always)]
     fn record(
         &mut self,
         table: usize,
