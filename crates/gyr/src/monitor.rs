@@ -23,7 +23,7 @@ use crate::clock::clock;
 use crate::primitives::lock;
 use crate::state::{MonitorSlot, RingEntry, Shared, os_tid};
 use gyr_core::ThreadInfo;
-use gyr_core::record::{RECORD_HEADER_LEN, RecordHeader, push_record, stride};
+use gyr_core::record::{RECORD_HEADER_LEN, push_record, stride};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -71,26 +71,34 @@ impl Walk {
                 self.complete = self.at;
                 self.records += 1;
             }
-            let Some(mut h) = bytes.get(self.at..).and_then(RecordHeader::read) else {
+            // Only the fields the conversion reads are read, and only those it changes written
+            // (the layout of `gyr_core::record::RecordHeader`).
+            let Some(h) = bytes
+                .get_mut(self.at..)
+                .and_then(|b| b.first_chunk_mut::<RECORD_HEADER_LEN>())
+            else {
                 return;
             };
+            let field = |h: &[u8; RECORD_HEADER_LEN], at: usize| {
+                u64::from_le_bytes(h[at..at + 8].try_into().unwrap())
+            };
+            let len = u32::from_le_bytes(h[0..4].try_into().unwrap()) as usize;
             // Only gyr's producers write rings; a length this short would loop here forever.
             // The panic is caught in `run`, which turns full rings to dropping.
-            assert!(
-                h.len as usize >= RECORD_HEADER_LEN,
-                "a corrupt record in a ring"
-            );
-            if h.seq > self.accounted + 1 {
-                self.gaps.push((self.accounted + 1, h.seq - 1));
+            assert!(len >= RECORD_HEADER_LEN, "a corrupt record in a ring");
+            let seq = field(h, 16);
+            if seq > self.accounted + 1 {
+                self.gaps.push((self.accounted + 1, seq - 1));
             }
-            self.accounted = h.seq;
-            h.timestamp = clk.to_ns(h.timestamp);
-            if h.perturbation != 0 {
-                h.perturbation = clk.ticks_to_ns(h.perturbation);
+            self.accounted = seq;
+            let timestamp = clk.to_ns(field(h, 8));
+            h[8..16].copy_from_slice(&timestamp.to_le_bytes());
+            let perturbation = field(h, 24);
+            if perturbation != 0 {
+                h[24..32].copy_from_slice(&clk.ticks_to_ns(perturbation).to_le_bytes());
             }
-            self.first_ns.get_or_insert(h.timestamp);
-            h.write(&mut bytes[self.at..]);
-            self.at += stride(h.len as usize);
+            self.first_ns.get_or_insert(timestamp);
+            self.at += stride(len);
         }
     }
 }
