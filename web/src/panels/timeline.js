@@ -202,6 +202,13 @@ function paint() {
   const most = V.mode === 'ranks' ? 20 : 24;
   const want = `${Math.min(most, Math.max(3, tile ? tile.total_rows : 3)) * h0 + 22}px`;
   if (canvas.style.height !== want) canvas.style.height = want;
+  const ranks = V.mode === 'ranks';
+  const some = !!(tile && tile.total_rows > 0);
+  $('tl-empty').hidden = some || ranks;
+  $('tl-empty-ranks').hidden = some || !ranks;
+  // Shown before it is measured: a canvas still hidden measures 0 wide, and the first rows
+  // would be drawn on nothing until the next tile.
+  $('tl-box').hidden = !some;
   const w = canvas.clientWidth;
   const h = canvas.clientHeight;
   if (canvas.width !== Math.round(w * dpr)) canvas.width = Math.round(w * dpr);
@@ -209,11 +216,6 @@ function paint() {
   const g = canvas.getContext('2d');
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, w, h);
-  const ranks = V.mode === 'ranks';
-  const some = !!(tile && tile.total_rows > 0);
-  $('tl-empty').hidden = some || ranks;
-  $('tl-empty-ranks').hidden = some || !ranks;
-  $('tl-box').hidden = !some;
   Object.assign(drawn, { mode: V.mode, rows: 0, runs: 0, arrows: 0 });
   if (!tile || !some) return;
   const m = model();
