@@ -109,6 +109,7 @@ pub(crate) fn start_publishing(
     let thread = std::thread::Builder::new()
         .name("gyr-publish".into())
         .spawn(move || {
+            block_sigpipe();
             // As on the server thread: tonic's own logging must not reach the program's subscriber.
             let _quiet = tracing::dispatcher::set_default(&tracing::Dispatch::none());
             let rt = match tokio::runtime::Builder::new_current_thread()
@@ -230,6 +231,7 @@ pub(crate) fn start(
     let thread = std::thread::Builder::new()
         .name("gyr-server".into())
         .spawn(move || {
+            block_sigpipe();
             // tonic and h2 log through `tracing`. Their events describe gyr's own traffic: they
             // must not reach a subscriber the program installed, where a layer recording into
             // gyr (gyr-tracing) would feed every batch sent back into the stream as new events.
@@ -363,5 +365,23 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Blocks SIGPIPE on the calling thread, one of gyr's that write to sockets a peer may close at
+/// any moment (a client ending its stream mid-batch, a hub going away). A C, C++ or Fortran
+/// program keeps SIGPIPE's default action, which ends the process, so such a write would kill
+/// the program gyr watches; blocked, the write fails with EPIPE instead, and the signal, which
+/// is this thread's own, stays pending on a thread that never unblocks it. Threads these
+/// threads start inherit the mask. (Rust programs ignore SIGPIPE from the start.)
+fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: sigemptyset and sigaddset fill a set on this stack; pthread_sigmask changes the
+    // calling thread's mask only (one of gyr's own threads, at its start).
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
