@@ -235,6 +235,17 @@ def test_a_rules_file_actuates_a_python_function(runtime, tmp_path):
         gyr.load_rules(bad)
 
 
+def traced_run(tmp_path, name, script):
+    """Runs `script` (Python, given its trace's path) in a process of its own; returns the path."""
+    import sys
+
+    trace = tmp_path / f"{name}.gyr"
+    path = tmp_path / f"{name}.py"
+    path.write_text(script)
+    subprocess.run([sys.executable, str(path), str(trace)], check=True, capture_output=True, timeout=60)
+    return trace
+
+
 THREADS = """
 import sys, threading
 import gyr
@@ -252,12 +263,7 @@ gyr.shutdown()
 
 
 def test_threads_are_named_as_threading_names_them(tmp_path):
-    import sys
-
-    trace = tmp_path / "threads.gyr"
-    script = tmp_path / "threads.py"
-    script.write_text(THREADS)
-    subprocess.run([sys.executable, str(script), str(trace)], check=True, capture_output=True, timeout=60)
+    trace = traced_run(tmp_path, "threads", THREADS)
     table = gyr.read_trace(trace, events=["py.ping"])["py.ping"].to_pandas()
     names = dict(zip(table["n"], table["thread_name"]))
     assert names[0] == "MainThread", names
@@ -280,12 +286,7 @@ gyr.shutdown()
 
 
 def test_every_field_count_and_scalar_type_reaches_the_trace(tmp_path):
-    import sys
-
-    trace = tmp_path / "widths.gyr"
-    script = tmp_path / "widths.py"
-    script.write_text(WIDTHS)
-    subprocess.run([sys.executable, str(script), str(trace)], check=True, capture_output=True, timeout=60)
+    trace = traced_run(tmp_path, "widths", WIDTHS)
     tables = gyr.read_trace(trace)
     for k in range(1, 12):
         row = tables[f"py.width{k}"].to_pylist()[0]
