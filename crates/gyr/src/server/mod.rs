@@ -105,6 +105,7 @@ pub(crate) fn start_publishing(
             protocol_version: gyr_proto::PROTOCOL_VERSION,
         },
     };
+    let first = publish::subscribe_at_start(&fanout);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let thread = std::thread::Builder::new()
         .name("gyr-publish".into())
@@ -124,7 +125,7 @@ pub(crate) fn start_publishing(
             };
             rt.block_on(async move {
                 let mut stopping = rx.clone();
-                let publishing = tokio::spawn(publish::run(publisher, fanout, rx));
+                let publishing = tokio::spawn(publish::run(publisher, fanout, first, rx));
                 let _ = stopping.wait_for(|s| *s).await;
                 // The hub gets the stream's last batches, within the grace servers get.
                 let _ = tokio::time::timeout(GRACE, publishing).await;
@@ -210,6 +211,9 @@ pub(crate) fn start(
         },
     });
     let publish_fanout = fanout.clone();
+    let first = publisher
+        .is_some()
+        .then(|| publish::subscribe_at_start(&fanout));
     let ctx = Arc::new(ServiceContext {
         pid,
         command_line,
@@ -247,8 +251,9 @@ pub(crate) fn start(
                 }
             };
             rt.block_on(async move {
-                let publishing =
-                    publisher.map(|p| tokio::spawn(publish::run(p, publish_fanout, rx.clone())));
+                let publishing = publisher.zip(first).map(|(p, first)| {
+                    tokio::spawn(publish::run(p, publish_fanout, first, rx.clone()))
+                });
                 let mut stopping = rx.clone();
                 let shutdown = async move {
                     let _ = stopping.wait_for(|s| *s).await;

@@ -7,6 +7,12 @@
 //! travels to the hub. A hub that is not there yet, or goes away, is retried every second;
 //! what the program emitted while a hub it had reached was away is counted too, and the count
 //! is the first batch the hub gets when it is back.
+//!
+//! The push subscribes when the runtime starts, before the program's first event, so the hub
+//! sees the program from its beginning (an alert raised at start-up included), not from when
+//! the first connection happened to be made. Until then its queue holds what a subscriber's
+//! does (`DEFAULT_SUBSCRIBER_QUEUE` batches, at most `DEFAULT_SUBSCRIBER_QUEUE_BYTES`); what
+//! does not fit is counted and the count reaches the hub with the queued batches.
 
 use super::stream::Fanout;
 use gyr_proto::batch_queue::BatchReceiver;
@@ -29,18 +35,27 @@ pub(crate) struct Publisher {
     pub(crate) hello: v1::PublishHello,
 }
 
-/// Publishes until `stop` turns true and the fan-out has ended the stream.
+/// The push's first subscription, made when the runtime starts (before any event reaches the
+/// fan-out), and handed to [`run`].
+pub(crate) fn subscribe_at_start(fanout: &Fanout) -> BatchReceiver {
+    fanout.subscribe_publisher().0
+}
+
+/// Publishes until `stop` turns true and the fan-out has ended the stream. `first` is the
+/// subscription made at start ([`subscribe_at_start`]): the first connection sends it.
 pub(crate) async fn run(
     p: Publisher,
     fanout: Fanout,
+    first: BatchReceiver,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut complained = false;
+    let mut first = Some(first);
     loop {
         if *stop.borrow() {
             return;
         }
-        match publish_once(&p, &fanout).await {
+        match publish_once(&p, &fanout, &mut first).await {
             Ok(()) => complained = false,
             Err(e) => {
                 if !complained {
@@ -60,15 +75,21 @@ pub(crate) async fn run(
     }
 }
 
-async fn publish_once(p: &Publisher, fanout: &Fanout) -> Result<(), String> {
+async fn publish_once(
+    p: &Publisher,
+    fanout: &Fanout,
+    first: &mut Option<BatchReceiver>,
+) -> Result<(), String> {
     let channel = gyr_client::connect::tcp(&p.hub)
         .await
         .map_err(|e| format!("{e} ({})", source_text(&e)))?;
     let mut client = GyrClient::new(channel);
-    // Subscribed from the first connection on: events from before reach the hub only through
-    // a trace file (the hub shows a program from when it joins), but what a later outage
-    // costs is counted, and the count comes right after the hello.
-    let (rx, missed) = fanout.subscribe_publisher();
+    // The first connection sends what was queued since the start. A later one starts afresh:
+    // what the outage cost is counted, and the count comes right after the hello.
+    let (rx, missed) = match first.take() {
+        Some(rx) => (rx, 0),
+        None => fanout.subscribe_publisher(),
+    };
     let hello = tokio_stream::once(v1::PublishMessage {
         kind: Some(v1::publish_message::Kind::Hello(p.hello.clone())),
     });
