@@ -57,6 +57,8 @@ static void check(int32_t rc, const char *what) {
 
 int main(int argc, char **argv) {
     long steps = argc > 1 ? atol(argv[1]) : 0;
+    /* The thread's row in gyr's views is "rod", not a bare thread id. */
+    check(gyr_thread_set_name("rod"), "gyr_thread_set_name");
     check(gyr_init(), "gyr_init");
     check(gyr_sensors_init(), "gyr_sensors_init");
     gyr_sample *hottest = gyr_sample_double("heat.max", 0.0);

@@ -58,6 +58,7 @@ extern "C" int32_t energy(void *user, const double *, size_t, double *result) {
 
 int main(int argc, char **argv) {
     long steps = argc > 1 ? std::atol(argv[1]) : 0;
+    check(gyr_thread_set_name("rod"), "gyr_thread_set_name");  // its row in gyr's views
     check(gyr_init(), "gyr_init");
     check(gyr_sensors::init(), "gyr_sensors_init");
     gyr_sample *hottest = gyr_sample_double("heat.max", 0.0);

@@ -86,6 +86,7 @@ program heat
     call get_command_argument(1, arg)
     read (arg, *) steps
   end if
+  call check(gyr_thread_name("rod"), "gyr_thread_name")  ! its row in gyr's views
   call check(gyr_init(), "gyr_init")
   call check(gyr_sensors_init(), "gyr_sensors_init")
   hottest = gyr_sample_double("heat.max" // c_null_char, 0d0)

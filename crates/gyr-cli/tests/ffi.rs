@@ -225,6 +225,19 @@ fn steer_example(lang: &str) {
         !of("heat.max").is_empty(),
         "{lang}: the sampling sensor recorded"
     );
+    // The program named its thread (gyr_thread_set_name): the steps' thread has that name.
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(dir, &["trace", "info", trace, "--json"])).unwrap();
+    let named = info["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == steps[0]["thread"]);
+    assert_eq!(
+        named.map(|t| &t["name"]),
+        Some(&"rod".into()),
+        "{lang}: {info}"
+    );
 }
 
 fn have(tool: &str) -> bool {

@@ -2,7 +2,8 @@
 ! take Fortran strings. Compile it with the program: gfortran -c gyr.f90.
 !
 ! Strings passed to the bind(C) interfaces must end in c_null_char; the wrappers gyr_object,
-! gyr_attr_*, gyr_actuator, gyr_function, gyr_sync and gyr_error add or remove it for you.
+! gyr_attr_*, gyr_actuator, gyr_function, gyr_sync, gyr_msg_init, gyr_thread_name,
+! gyr_thread_role and gyr_error add or remove it for you.
 module gyr
   use iso_c_binding
   implicit none
@@ -191,6 +192,19 @@ module gyr
       integer(c_int32_t) :: rc
     end function gyr_msg_init_c
 
+    function gyr_thread_set_name_c(name) bind(C, name="gyr_thread_set_name") result(rc)
+      import :: c_char, c_int32_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int32_t) :: rc
+    end function gyr_thread_set_name_c
+
+    function gyr_thread_set_role_c(role, index) bind(C, name="gyr_thread_set_role") result(rc)
+      import :: c_char, c_int32_t, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: role
+      integer(c_int64_t), value :: index
+      integer(c_int32_t) :: rc
+    end function gyr_thread_set_role_c
+
     subroutine gyr_msg_send(peer, tag, bytes, comm) bind(C, name="gyr_msg_send")
       import :: c_int32_t, c_int64_t
       integer(c_int32_t), value :: peer, tag
@@ -287,6 +301,22 @@ contains
     integer(c_int32_t) :: rc
     rc = gyr_msg_init_c(job // c_null_char, rank, size)
   end function gyr_msg_init
+
+  ! Names the calling thread in gyr's views, before its first event.
+  function gyr_thread_name(name) result(rc)
+    character(len=*), intent(in) :: name
+    integer(c_int32_t) :: rc
+    rc = gyr_thread_set_name_c(name // c_null_char)
+  end function gyr_thread_name
+
+  ! Names the calling thread's role and index (an OpenMP thread: "omp", omp_get_thread_num()),
+  ! so that threads of one role group into one row per index; after gyr_init.
+  function gyr_thread_role(role, index) result(rc)
+    character(len=*), intent(in) :: role
+    integer, intent(in) :: index
+    integer(c_int32_t) :: rc
+    rc = gyr_thread_set_role_c(role // c_null_char, int(index, c_int64_t))
+  end function gyr_thread_role
 
   ! The message of this thread's last failed call, as a Fortran string.
   function gyr_error() result(msg)

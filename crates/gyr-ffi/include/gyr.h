@@ -328,6 +328,28 @@ int32_t gyr_sync_point(const char *name);
  */
 int32_t gyr_object_sync(const gyr_object *obj);
 
+/*
+ Names the calling thread in gyr's views (cut at 256 bytes). Call it before the thread's
+ first event: a thread that has recorded keeps the name it had, and the call says so
+ (`GYR_E_INVALID`). May be called before `gyr_init`.
+
+ # Safety
+
+ `name` is null or a NUL-terminated string.
+ */
+int32_t gyr_thread_set_name(const char *name);
+
+/*
+ Names the calling thread's role and index (a pool's worker 3, OpenMP's thread
+ `omp_get_thread_num()`), so that short-lived threads of one role group into one row per
+ index in every view. Call it once per thread, after `gyr_init`, not per event.
+
+ # Safety
+
+ `role` is null or a NUL-terminated string.
+ */
+int32_t gyr_thread_set_role(const char *role, uint64_t index);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

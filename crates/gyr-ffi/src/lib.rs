@@ -8,6 +8,7 @@
 //! - steering: objects with attributes bound to program variables, actuators, functions and
 //!   synch points ([`steer`]);
 //! - messages between processes for clock correction ([`msg`]);
+//! - threads' names and roles in gyr's views ([`thread`]);
 //!
 //! and, for `gyr gen`, the generator of typed sensor code for C, C++ and Fortran ([`codegen`]).
 //!
@@ -23,6 +24,7 @@ pub mod codegen;
 pub mod msg;
 pub mod sensor;
 pub mod steer;
+pub mod thread;
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
