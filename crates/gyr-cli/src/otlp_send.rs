@@ -7,6 +7,10 @@
 //! a transient one (`UNAVAILABLE`, `RESOURCE_EXHAUSTED`) is retried a few times first, and
 //! `partial_success` (items the collector rejected while accepting the rest) is counted and
 //! reported with its message.
+//!
+//! `https://` endpoints are reached over TLS (feature `tls`, on by default: rustls), trusting
+//! the system's CA certificates or only `--ca-cert`'s; `--header` values (often credentials)
+//! go in clear text only to this machine.
 
 use gyr_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
 use gyr_proto::otlp::collector::logs::v1::logs_service_client::LogsServiceClient;
@@ -83,6 +87,9 @@ pub(crate) struct Target {
     pub(crate) endpoint: String,
     pub(crate) headers: Vec<Header>,
     pub(crate) timeout: Duration,
+    /// The CA certificate(s), PEM, that an `https://` collector's certificate must chain to,
+    /// instead of the system's.
+    pub(crate) ca_cert: Option<std::path::PathBuf>,
 }
 
 /// What the collector said, beyond accepting everything.
@@ -124,35 +131,47 @@ impl GrpcSink {
                 target.endpoint
             )
         })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => anyhow::bail!(
-                "this gyr sends OTLP over plain HTTP/2 only (no TLS is built in): send to a collector on this machine or a private network (http://HOST:4317) that forwards over TLS, or write --format otlp-json and let a collector's otlpjsonfile receiver read it"
-            ),
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
             _ => anyhow::bail!(
-                "`{}` has no http:// scheme: give the collector's OTLP/gRPC endpoint, such as http://127.0.0.1:4317",
+                "`{}` has no http:// or https:// scheme: give the collector's OTLP/gRPC endpoint, such as http://127.0.0.1:4317",
                 target.endpoint
             ),
-        }
+        };
         let host = uri.host().unwrap_or_default();
-        if !target.headers.is_empty() && !is_loopback(host) {
+        if !tls && !target.headers.is_empty() && !is_loopback(host) {
             anyhow::bail!(
-                "refusing to send --header values (often credentials) in clear text to {host}: without TLS they are readable on the network; send to a collector on this machine (http://127.0.0.1:4317) that forwards them over TLS"
+                "refusing to send --header values (often credentials) in clear text to {host}: they would be readable on the network; use https://{host}:PORT (TLS), or a collector on this machine (http://127.0.0.1:4317) that forwards them over TLS"
+            );
+        }
+        if !tls && target.ca_cert.is_some() {
+            anyhow::bail!(
+                "--ca-cert is for an https:// endpoint: {} is plain HTTP/2",
+                target.endpoint
             );
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let endpoint = Endpoint::from_shared(target.endpoint.clone())?
+        let mut endpoint = Endpoint::from_shared(target.endpoint.clone())?
             .connect_timeout(target.timeout)
             .timeout(target.timeout);
+        if tls {
+            endpoint = with_tls(endpoint, &target)?;
+        }
         let channel = runtime
             .block_on(endpoint.connect())
             .map_err(|e| {
+                let text = source_text(&e);
+                let hint = if text.contains("certificate") {
+                    "its certificate is not one this gyr trusts: give the CA that signed it with --ca-cert FILE (PEM)"
+                } else {
+                    "is it running, with an OTLP/gRPC receiver on that port? its default is 4317"
+                };
                 anyhow::anyhow!(
-                    "cannot reach the OpenTelemetry collector at {}: {} (is it running, with an OTLP/gRPC receiver on that port? its default is 4317)",
+                    "cannot reach the OpenTelemetry collector at {}: {text} ({hint})",
                     target.endpoint,
-                    source_text(&e)
                 )
             })?;
         Ok(GrpcSink {
@@ -177,6 +196,49 @@ impl GrpcSink {
             self.sent.messages.push(message.to_owned());
         }
     }
+}
+
+/// The endpoint over TLS: its certificate checked against `--ca-cert` or the system's CAs.
+#[cfg(feature = "tls")]
+fn with_tls(endpoint: Endpoint, target: &Target) -> anyhow::Result<Endpoint> {
+    use tonic::transport::{Certificate, ClientTlsConfig};
+    let config = match &target.ca_cert {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot read --ca-cert {}: {e}: give the PEM file of the CA that signed the collector's certificate",
+                    path.display()
+                )
+            })?;
+            // rustls skips what it cannot parse: a file that is no certificate would only
+            // show as an unknown issuer at the handshake, far from its cause.
+            if pem.len() > 1 << 20
+                || !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----")
+            {
+                anyhow::bail!(
+                    "--ca-cert {} holds no PEM certificate (no `-----BEGIN CERTIFICATE-----` in its first MiB): give the CA's certificate in PEM",
+                    path.display()
+                );
+            }
+            ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
+        }
+        None => ClientTlsConfig::new().with_native_roots(),
+    };
+    endpoint.tls_config(config).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot set up TLS for {}: {} (with no --ca-cert the system's CA certificates are used: install them, such as Debian's ca-certificates, or give --ca-cert FILE)",
+            target.endpoint,
+            source_text(&e)
+        )
+    })
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_tls(_: Endpoint, target: &Target) -> anyhow::Result<Endpoint> {
+    anyhow::bail!(
+        "this gyr was built without TLS (cargo feature `tls`), so it cannot reach {}: build gyr with its default features, send to a collector on this machine (http://127.0.0.1:4317) that forwards over TLS, or write --format otlp-json",
+        target.endpoint
+    )
 }
 
 /// An error and its causes, on one line.
@@ -429,10 +491,28 @@ mod tests {
             endpoint: e.into(),
             headers,
             timeout: Duration::from_secs(1),
+            ca_cert: None,
         };
         let err = |t| GrpcSink::connect(t).unwrap_err().to_string();
-        assert!(err(target("https://x:4317", vec![])).contains("no TLS"));
         assert!(err(target("127.0.0.1:4317", vec![])).contains("http://"));
+        let plain_ca = Target {
+            ca_cert: Some("ca.pem".into()),
+            ..target("http://127.0.0.1:4317", vec![])
+        };
+        assert!(err(plain_ca).contains("https://"));
+        let dir = tempfile::tempdir().unwrap();
+        let not_pem = dir.path().join("ca.pem");
+        std::fs::write(&not_pem, "not a certificate").unwrap();
+        let bad_ca = Target {
+            ca_cert: Some(not_pem),
+            ..target("https://127.0.0.1:4317", vec![])
+        };
+        let said = err(bad_ca);
+        if cfg!(feature = "tls") {
+            assert!(said.contains("no PEM certificate"), "{said}");
+        } else {
+            assert!(said.contains("without TLS"), "{said}");
+        }
         let auth: Header = "authorization=Bearer t".parse().unwrap();
         assert!(err(target("http://10.1.2.3:4317", vec![auth])).contains("clear text"));
     }

@@ -42,13 +42,18 @@ pub(crate) struct ExportArgs {
     /// none for otlp.
     #[arg(long, short)]
     output: Option<PathBuf>,
-    /// otlp: the collector's OTLP/gRPC endpoint, such as http://127.0.0.1:4317.
+    /// otlp: the collector's OTLP/gRPC endpoint, such as http://127.0.0.1:4317, or
+    /// https://HOST:PORT (TLS).
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
     /// otlp: a header sent with every request, KEY=VALUE (such as `authorization=Bearer
-    /// TOKEN`); repeat for more. Sent only to a collector on this machine (no TLS).
+    /// TOKEN`); repeat for more. Sent over https://, or in clear only to this machine.
     #[arg(long = "header", value_name = "KEY=VALUE")]
     headers: Vec<crate::otlp_send::Header>,
+    /// otlp over https://: the PEM file of the CA the collector's certificate must chain to
+    /// (a private CA or a self-signed certificate), instead of the system's CAs.
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// otlp: how long to wait for the collector to connect and to answer each request.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: std::time::Duration,
@@ -330,9 +335,10 @@ fn check_export_args(args: &ExportArgs) -> Result<(), Failure> {
                 args.format
             ));
         }
-        if args.endpoint.is_some() || !args.headers.is_empty() {
+        if args.endpoint.is_some() || !args.headers.is_empty() || args.ca_cert.is_some() {
             return bad(
-                "--endpoint and --header are for --format otlp (sending to a collector)".into(),
+                "--endpoint, --header and --ca-cert are for --format otlp (sending to a collector)"
+                    .into(),
             );
         }
     }
@@ -406,6 +412,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
             endpoint: destination.clone(),
             headers: args.headers.clone(),
             timeout: args.timeout,
+            ca_cert: args.ca_cert.clone(),
         })?;
         export::otlp::export_otlp(
             inputs,

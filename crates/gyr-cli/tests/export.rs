@@ -772,6 +772,24 @@ mod collector {
     }
 
     pub(crate) fn start(behaviour: Behaviour) -> Collector {
+        start_with(behaviour, None)
+    }
+
+    /// A collector serving TLS with this certificate and key (PEM) for `localhost`.
+    #[cfg(feature = "tls")]
+    pub(crate) fn start_tls(cert: &[u8], key: &[u8]) -> Collector {
+        let identity = tonic::transport::Identity::from_pem(cert, key);
+        let mut c = start_with(Behaviour::default(), Some(identity));
+        c.endpoint = c.endpoint.replace("http://127.0.0.1", "https://localhost");
+        c
+    }
+
+    #[cfg(feature = "tls")]
+    type Tls = Option<tonic::transport::Identity>;
+    #[cfg(not(feature = "tls"))]
+    type Tls = Option<std::convert::Infallible>;
+
+    fn start_with(behaviour: Behaviour, tls: Tls) -> Collector {
         let received = Arc::new(Mutex::new(Received::default()));
         let mock = Mock {
             received: received.clone(),
@@ -788,7 +806,16 @@ mod collector {
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                tonic::transport::Server::builder()
+                let mut server = tonic::transport::Server::builder();
+                #[cfg(feature = "tls")]
+                if let Some(identity) = tls {
+                    server = server
+                        .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+                        .unwrap();
+                }
+                #[cfg(not(feature = "tls"))]
+                let _ = tls;
+                server
                     .add_service(TraceServiceServer::new(mock.clone()))
                     .add_service(LogsServiceServer::new(mock))
                     .serve_with_incoming_shutdown(
@@ -973,6 +1000,133 @@ fn otlp_is_sent_to_a_collector_in_bounded_batches() {
     assert!(matches!(value("load"), Some(V::DoubleValue(_))));
     let span_ids: HashSet<_> = spans.iter().map(|s| s.span_id.clone()).collect();
     assert!(span_ids.contains(&step.span_id));
+}
+
+/// A CA and a certificate it signed for `localhost` and 127.0.0.1, made with openssl in `dir`:
+/// (the CA's PEM path, the certificate's PEM, its key's PEM).
+#[cfg(feature = "tls")]
+fn test_ca(dir: &Path) -> (PathBuf, Vec<u8>, Vec<u8>) {
+    let openssl = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (the TLS test makes its certificates with it)");
+        assert!(o.status.success(), "openssl {args:?}: {o:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=gyr test CA",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "key.pem",
+                "-out",
+                "leaf.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    (
+        dir.join("ca.pem"),
+        std::fs::read(dir.join("cert.pem")).unwrap(),
+        std::fs::read(dir.join("key.pem")).unwrap(),
+    )
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn otlp_is_sent_over_tls_with_headers_to_a_collector_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = test_ca(dir.path());
+    let c = collector::start_tls(&cert, &key);
+    let export = |extra: &[&str]| {
+        let mut args = vec![
+            "trace",
+            "export",
+            "--format",
+            "otlp",
+            "--endpoint",
+            &c.endpoint,
+            "--timeout",
+            "5s",
+        ];
+        args.extend_from_slice(extra);
+        args.push(recorded().to_str().unwrap());
+        gyr(&args)
+    };
+    // The collector's certificate chains to no CA the system trusts: refused, and said.
+    let o = export(&[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot reach") && err.contains(&c.endpoint) && err.contains("--ca-cert"),
+        "{err}"
+    );
+    assert!(c.received.lock().unwrap().traces.is_empty());
+    // With its CA, the spans arrive, and the header travels encrypted.
+    let ca = ca.to_str().unwrap();
+    ok(&export(&[
+        "--ca-cert",
+        ca,
+        "--header",
+        "authorization=Bearer s3cret",
+    ]));
+    let got = c.received.lock().unwrap();
+    assert_eq!(got.traces.len(), 1);
+    assert!(
+        got.authorization
+            .iter()
+            .all(|a| a.as_deref() == Some("Bearer s3cret"))
+    );
 }
 
 #[test]
