@@ -38,30 +38,31 @@ try {
   await page.waitForFunction((a) => window.TL.V.t0 < a, t0);
 
   step('zoomed in on the run, a click on a wait names the mutex and its releaser');
-  // A window of 40 ms one second before the live end: few enough arrows to draw them all.
-  await page.evaluate(() => {
+  // A window of 40 ms one second before the live end: few enough arrows to draw them all. On a
+  // loaded machine a wait may outlast the window, its release out of view: the window then steps
+  // back 40 ms at a time until one holds a wait and its release (found on the tile drawn).
+  await page.evaluate(() => { window.__back = 0; });
+  const found = await page.waitForFunction(() => {
     const t = window.TL.tile();
-    Object.assign(window.TL.V, { follow: false, t0: Math.max(0, t.now_s - 1.04), t1: Math.max(0.04, t.now_s - 1.0) });
-    window.TL.refresh();
-  });
-  await page.waitForFunction(() => {
-    const t = window.TL.tile();
-    return t && t.t1_s - t.t0_s < 0.05 && t.arrows.length > 0 && t.rows.some((r) => r.runs.some((x) => x[2] === 1 && x[1] - x[0] >= 4));
-  });
-  const target = await page.evaluate(() => {
-    const t = window.TL.tile();
-    const c = document.querySelector('[data-testid="tl-canvas"]').getBoundingClientRect();
-    for (let i = 0; i < t.rows.length; i++) {
-      for (const [x0, x1, s, obj] of t.rows[i].runs) {
-        if (s !== 1 || x1 - x0 < 4) continue;
-        const ended = t.arrows.some((a) => t.rows[i].threads.includes(a.to_thread) && a.object === obj);
-        if (!ended) continue;
-        const px = (x0 + x1) / 2;
-        return { x: c.left + 150 + px * (c.width - 150) / t.width, y: c.top + i * 18 + 9, obj };
+    if (t && t.t1_s - t.t0_s < 0.05) {
+      const c = document.querySelector('[data-testid="tl-canvas"]').getBoundingClientRect();
+      for (let i = 0; i < t.rows.length; i++) {
+        for (const [x0, x1, s, obj] of t.rows[i].runs) {
+          if (s !== 1 || x1 - x0 < 4) continue;
+          const ended = t.arrows.some((a) => t.rows[i].threads.includes(a.to_thread) && a.object === obj);
+          if (!ended) continue;
+          const px = (x0 + x1) / 2;
+          return { x: c.left + 150 + px * (c.width - 150) / t.width, y: c.top + i * 18 + 9, obj };
+        }
       }
     }
+    const now = (t && t.now_s) || 1.04;
+    const end = Math.max(0.04, now - 1.0 - 0.04 * window.__back++);
+    Object.assign(window.TL.V, { follow: false, t0: end - 0.04, t1: end });
+    window.TL.refresh();
     return null;
-  });
+  }, null, { polling: 300, timeout: 60000 });
+  const target = await found.jsonValue();
   check(target, 'a mutex wait whose release is in view');
   await page.mouse.click(target.x, target.y);
   await page.waitForFunction(() => /wait mutex/.test(document.querySelector('[data-testid="tl-info"]').textContent));
