@@ -18,8 +18,8 @@
 //! stderr.
 
 use crate::capture::{self, MAX_FIELDS, Signature, Val};
-use gyr::DynamicSensor;
 use gyr::gyr_core::Field as GyrField;
+use gyr::{DynamicSensor, Stamp};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use tracing_core::{Level, Metadata};
@@ -92,51 +92,46 @@ impl Callsite {
     /// registering it on first use within `budget`.
     #[inline]
     pub(crate) fn emit(&self, vals: &[Val], text: &[u8], budget: &Budget) -> Outcome {
-        self.emit_with(
-            capture::signature(vals),
-            capture::encoded_len(vals),
-            |out| capture::encode(vals, text, out),
-            budget,
-        )
-    }
-
-    /// Records a payload encoded already (a span's fields, encoded once when they were
-    /// recorded) under the schema of `sig`.
-    #[inline]
-    pub(crate) fn emit_encoded(&self, sig: Signature, payload: &[u8], budget: &Budget) -> Outcome {
-        self.emit_with(
-            sig,
-            payload.len(),
-            |out| out.copy_from_slice(payload),
-            budget,
-        )
-    }
-
-    #[inline]
-    fn emit_with(
-        &self,
-        sig: Signature,
-        len: usize,
-        encode: impl Fn(&mut [u8]),
-        budget: &Budget,
-    ) -> Outcome {
-        for slot in &self.variants {
-            match slot.get() {
-                Some(v) if v.sig == sig => {
-                    v.sensor.emit_encoded(len, &encode);
-                    return Outcome::Done;
-                }
-                Some(_) => continue,
-                None => break,
-            }
-        }
-        match self.register(sig, budget) {
+        let len = capture::encoded_len(vals);
+        match self.sensor(capture::signature(vals), budget) {
             Some(sensor) => {
-                sensor.emit_encoded(len, &encode);
+                sensor.emit_encoded(len, |out| capture::encode(vals, text, out));
                 Outcome::Done
             }
             None => Outcome::Unrecorded,
         }
+    }
+
+    /// Records a payload encoded already (a span's fields, encoded once when they were
+    /// recorded) under the schema of `sig`, stamped `at` (its begin's clock reading).
+    #[inline]
+    pub(crate) fn emit_encoded_at(
+        &self,
+        sig: Signature,
+        payload: &[u8],
+        at: Stamp,
+        budget: &Budget,
+    ) -> Outcome {
+        match self.sensor(sig, budget) {
+            Some(sensor) => {
+                sensor.emit_encoded_at(at, payload.len(), |out| out.copy_from_slice(payload));
+                Outcome::Done
+            }
+            None => Outcome::Unrecorded,
+        }
+    }
+
+    /// The sensor of the schema for `sig`, registered on first use within `budget`.
+    #[inline]
+    fn sensor(&self, sig: Signature, budget: &Budget) -> Option<&DynamicSensor> {
+        for slot in &self.variants {
+            match slot.get() {
+                Some(v) if v.sig == sig => return Some(&v.sensor),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        self.register(sig, budget)
     }
 
     /// Registers the schema for `sig` (or finds the one another thread just registered).

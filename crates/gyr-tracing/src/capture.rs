@@ -299,6 +299,141 @@ impl SpanFields {
     }
 }
 
+/// A new span's values, visited: numbers, booleans and strings arriving in field order and
+/// fitting in [`INLINE`] bytes are encoded as they come, so that a span's creation neither
+/// zeroes nor encodes a [`Capture`] (half a kilobyte of values, as much of text); the first
+/// value that does not (a `Debug` value, a field out of order, too many bytes) moves what was
+/// encoded into a `Capture`, which gathers the rest as an event's.
+#[derive(Debug)]
+// Made once per span, on the stack, the capture moved in only when the direct way fails: a box
+// would allocate for every span with a `Debug` field.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum SpanVisit {
+    Direct {
+        /// The call site's fields, at most [`MAX_FIELDS`].
+        n: usize,
+        /// The lowest field index a value encoded in place may have.
+        next: usize,
+        sig: Signature,
+        len: usize,
+        buf: [u8; INLINE],
+    },
+    Gathered(Capture),
+}
+
+impl SpanVisit {
+    /// A visit of a call site with `n` fields.
+    #[inline]
+    pub(crate) fn new(n: usize) -> Self {
+        SpanVisit::Direct {
+            n: n.min(MAX_FIELDS),
+            next: 0,
+            sig: 0,
+            len: 0,
+            buf: [0; INLINE],
+        }
+    }
+
+    /// The span's fields.
+    #[inline]
+    pub(crate) fn finish(self) -> SpanFields {
+        match self {
+            SpanVisit::Direct { sig, len, buf, .. } => SpanFields {
+                sig,
+                enc: Encoded::Inline {
+                    len: len as u8,
+                    buf,
+                },
+            },
+            SpanVisit::Gathered(cap) => SpanFields::from_capture(&cap),
+        }
+    }
+
+    /// Encodes field `i`'s value (type `code`) in place, its bytes `head` then `tail`; `false`
+    /// when it must be gathered instead. A field beyond the call site's is left out, as a
+    /// `Capture` leaves it.
+    #[inline]
+    fn put(&mut self, i: usize, code: u128, head: &[u8], tail: &[u8]) -> bool {
+        let SpanVisit::Direct {
+            n,
+            next,
+            sig,
+            len,
+            buf,
+        } = self
+        else {
+            return false;
+        };
+        if i >= *n {
+            return true;
+        }
+        let end = *len + head.len() + tail.len();
+        if i < *next || end > INLINE {
+            return false;
+        }
+        let mid = *len + head.len();
+        buf[*len..mid].copy_from_slice(head);
+        buf[mid..end].copy_from_slice(tail);
+        *len = end;
+        *sig |= code << (3 * i);
+        *next = i + 1;
+        true
+    }
+
+    /// The capture gathering the values, made from those encoded so far on first use.
+    #[cold]
+    fn gathered(&mut self) -> &mut Capture {
+        if let SpanVisit::Direct {
+            n, sig, len, buf, ..
+        } = self
+        {
+            *self = SpanVisit::Gathered(Capture::decode(*sig, &buf[..*len], *n));
+        }
+        match self {
+            SpanVisit::Gathered(cap) => cap,
+            SpanVisit::Direct { .. } => unreachable!("made a capture above"),
+        }
+    }
+}
+
+impl Visit for SpanVisit {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        if !self.put(field.index(), 3, &value.to_le_bytes(), &[]) {
+            self.gathered().record_f64(field, value);
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if !self.put(field.index(), 1, &value.to_le_bytes(), &[]) {
+            self.gathered().record_i64(field, value);
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if !self.put(field.index(), 2, &value.to_le_bytes(), &[]) {
+            self.gathered().record_u64(field, value);
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if !self.put(field.index(), 4, &[value as u8], &[]) {
+            self.gathered().record_bool(field, value);
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        // Longer than `INLINE`, the string does not fit: its length is never cut to a `u32`.
+        let len = (value.len() as u32).to_le_bytes();
+        if value.len() > INLINE || !self.put(field.index(), 5, &len, value.as_bytes()) {
+            self.gathered().record_str(field, value);
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.gathered().record_debug(field, value);
+    }
+}
+
 impl Capture {
     /// The text of a range of the text buffer (empty if it is not whole text, which the
     /// buffer's writers never leave).
@@ -447,6 +582,91 @@ mod tests {
         let f = SpanFields::from_capture(&cap);
         let back = Capture::decode(f.sig, &f.payload()[..12], 2);
         assert_eq!(back.vals(), &[Val::U64(1), Val::Absent]);
+    }
+
+    mod site {
+        use tracing_core::callsite::{Callsite, Identifier};
+        use tracing_core::field::FieldSet;
+        use tracing_core::{Kind, Level, Metadata};
+
+        pub(super) struct Cs;
+        impl Callsite for Cs {
+            fn set_interest(&self, _: tracing_core::Interest) {}
+            fn metadata(&self) -> &Metadata<'_> {
+                &META
+            }
+        }
+        static CS: Cs = Cs;
+        pub(super) static META: Metadata<'static> = Metadata::new(
+            "s",
+            "t",
+            Level::INFO,
+            None,
+            None,
+            None,
+            FieldSet::new(
+                &["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+                Identifier(&CS),
+            ),
+            Kind::SPAN,
+        );
+    }
+
+    /// `values` recorded by a span visit and by a capture; whether the visit stayed direct.
+    fn visit_both(values: &tracing_core::field::ValueSet<'_>) -> (SpanFields, SpanFields, bool) {
+        let n = site::META.fields().len();
+        let mut visit = SpanVisit::new(n);
+        values.record(&mut visit);
+        let direct = matches!(visit, SpanVisit::Direct { .. });
+        let mut cap = Capture::new(n);
+        values.record(&mut cap);
+        (visit.finish(), SpanFields::from_capture(&cap), direct)
+    }
+
+    #[test]
+    fn a_span_visit_encodes_what_a_capture_gathers() {
+        use tracing_core::field::{Value as V, debug};
+        let fs = site::META.fields();
+        let f: Vec<_> = fs.iter().collect();
+        let long = "y".repeat(INLINE + 1);
+        let dbg = debug(vec![1, 2]);
+        // In order and short: encoded in place.
+        let vals: [(&Field, Option<&dyn V>); 5] = [
+            (&f[0], Some(&7_u64)),
+            (&f[1], Some(&-2_i64)),
+            (&f[2], Some(&0.5_f64)),
+            (&f[3], Some(&true)),
+            (&f[4], Some(&"héllo")),
+        ];
+        let (visited, gathered, direct) = visit_both(&fs.value_set(&vals));
+        assert!(direct);
+        assert_eq!(visited, gathered);
+        // A `Debug` value, a field out of order, a long string, too many bytes: gathered,
+        // with the values encoded before kept.
+        let vals: [(&Field, Option<&dyn V>); 3] = [
+            (&f[0], Some(&7_u64)),
+            (&f[1], Some(&"ab")),
+            (&f[2], Some(&dbg)),
+        ];
+        let (visited, gathered, direct) = visit_both(&fs.value_set(&vals));
+        assert!(!direct);
+        assert_eq!(visited, gathered);
+        let vals: [(&Field, Option<&dyn V>); 2] = [(&f[3], Some(&1_u64)), (&f[1], Some(&2_u64))];
+        let (visited, gathered, direct) = visit_both(&fs.value_set(&vals));
+        assert!(!direct);
+        assert_eq!(visited, gathered);
+        let vals: [(&Field, Option<&dyn V>); 2] =
+            [(&f[0], Some(&1_u64)), (&f[1], Some(&long.as_str()))];
+        let (visited, gathered, direct) = visit_both(&fs.value_set(&vals));
+        assert!(!direct);
+        assert_eq!(visited, gathered);
+        assert!(matches!(visited.enc, Encoded::Heap(_)));
+        let nine: Vec<u64> = (0..9).collect();
+        let vals: [(&Field, Option<&dyn V>); 9] =
+            std::array::from_fn(|i| (&f[i], Some(&nine[i] as &dyn V)));
+        let (visited, gathered, direct) = visit_both(&fs.value_set(&vals));
+        assert!(!direct);
+        assert_eq!(visited, gathered);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! | `tracing` | gyr |
 //! |---|---|
 //! | an event | an event of its call site's type ([`type_name`]: target, name or line, level), its fields typed as [`capture`](mod@capture) says |
-//! | a span entered | `gyr.span.begin { name }`, then, if the span has fields, an event of the span's type with the values recorded at its creation and by `record` |
+//! | a span entered | `gyr.span.begin { name }`, then, if the span has fields, an event of the span's type with the values recorded at its creation and by `record`, stamped with the begin's time |
 //! | a span exited | `gyr.span.end { name }` |
 //!
 //! Spans are entered and exited on one thread, so each begin pairs with the end that follows
@@ -50,7 +50,7 @@ pub use callsite::{DEFAULT_MAX_CALLSITES, DEFAULT_MAX_SCHEMAS, MAX_VARIANTS, typ
 pub use capture::MAX_TEXT;
 
 use callsite::{Budget, Outcome, Table};
-use capture::{Capture, MAX_FIELDS, SpanFields};
+use capture::{Capture, MAX_FIELDS, SpanFields, SpanVisit};
 use gyr::sync::events::{SpanBegin, SpanEnd};
 use open::Open;
 use std::sync::Arc;
@@ -146,15 +146,17 @@ impl GyrLayer {
         if cs.is_off() {
             return None;
         }
-        let mut cap = Capture::new(meta.fields().len());
-        attrs.record(&mut cap);
-        Some(SpanFields::from_capture(&cap))
+        let mut visit = SpanVisit::new(meta.fields().len());
+        attrs.record(&mut visit);
+        Some(visit.finish())
     }
 
     /// Records span `id`'s begin and, if it has fields, its fields, and notes it entered.
+    /// Both events are of one instant: one clock reading stamps them.
     #[inline]
     fn begin(&self, id: &Id, meta: &'static Metadata<'static>, fields: Option<&SpanFields>) {
-        gyr::emit!(SpanBegin { name: meta.name() });
+        let at = gyr::Stamp::now();
+        gyr::emit_at(&SpanBegin { name: meta.name() }, at);
         entered::push(self.key(), id.into_u64(), meta.name());
         let Some(fields) = fields else {
             return;
@@ -163,8 +165,12 @@ impl GyrLayer {
             return;
         };
         if !cs.is_off() {
-            self.inner
-                .count(cs.emit_encoded(fields.sig, fields.payload(), &self.inner.budget));
+            self.inner.count(cs.emit_encoded_at(
+                fields.sig,
+                fields.payload(),
+                at,
+                &self.inner.budget,
+            ));
         }
     }
 }

@@ -5,6 +5,7 @@
 //! are checked and encoded field by field) but usable without Rust types, which is what C and
 //! Fortran bindings and generic tools need.
 
+use crate::clock::Stamp;
 use crate::producer;
 use crate::registry::{self, RegisterError, STATE_OFF, STATE_ON, SensorType};
 use crate::sensor::emit_limited;
@@ -59,6 +60,20 @@ impl DynamicSensor {
     #[inline]
     pub fn emit_encoded(&self, len: usize, encode: impl FnOnce(&mut [u8])) {
         emit_limited(self.ty, &self.ty.limits, len, encode);
+    }
+
+    /// [`emit_encoded`](Self::emit_encoded), stamped `at` rather than with a clock reading of
+    /// its own, as [`emit_at`](crate::emit_at) stamps a derived sensor's event: for an event
+    /// of the same instant as another (a span's fields recorded with its begin). An event of a
+    /// type that is rate-limited or watched by a steering rule reads the clock itself.
+    #[inline]
+    pub fn emit_encoded_at(&self, at: Stamp, len: usize, encode: impl FnOnce(&mut [u8])) {
+        if self.ty.state.load(Ordering::Relaxed) == STATE_ON {
+            let id = self.ty.id.load(Ordering::Relaxed);
+            producer::record_at(id, at.0, len, encode);
+        } else {
+            emit_limited(self.ty, &self.ty.limits, len, encode);
+        }
     }
 
     /// Records an event with these field values, if the sensor is on. Values that do not fit

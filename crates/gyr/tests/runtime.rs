@@ -73,6 +73,36 @@ fn events_reach_the_memory_sink_with_implicit_fields() {
     assert_eq!(mem.end().unwrap().records, summary.records);
 }
 
+/// `DynamicSensor::emit_encoded_at`: a run-time type's event takes the stamp it is given, as a
+/// derived sensor's `emit_at` does, and records nothing while switched off.
+#[test]
+fn a_dynamic_sensors_event_shares_a_stamp() {
+    use gyr::gyr_core::{Field, FieldType};
+    let _g = support::serial();
+    let mem = MemorySink::new();
+    let rt = Builder::new().sink(mem.clone()).start().unwrap();
+    let sensor =
+        gyr::DynamicSensor::register("stamped.dyn", vec![Field::new("v", FieldType::U64)]).unwrap();
+    let at = gyr::Stamp::now();
+    std::thread::sleep(Duration::from_millis(2));
+    gyr::emit_at(&Tick { thread: 1, n: 0 }, at);
+    sensor.emit_encoded_at(at, 8, |out| out.copy_from_slice(&7u64.to_le_bytes()));
+    set_enabled(&Target::Type("stamped.dyn".into()), false);
+    sensor.emit_encoded_at(at, 8, |out| out.copy_from_slice(&8u64.to_le_bytes()));
+    set_enabled(&Target::Type("stamped.dyn".into()), true);
+    Tick { thread: 1, n: 1 }.emit();
+    rt.shutdown();
+    let ticks = mem.events("tick");
+    let dyns = mem.events("stamped.dyn");
+    assert_eq!(dyns.len(), 1, "the one switched off is not recorded");
+    assert_eq!(dyns[0].1, vec![Value::UInt(7)]);
+    assert_eq!(
+        dyns[0].0.timestamp, ticks[0].0.timestamp,
+        "one reading, two events"
+    );
+    assert!(ticks[1].0.timestamp > dyns[0].0.timestamp + 1_000_000);
+}
+
 /// `emit_at`: the events given one clock reading share it, and a reading older than the
 /// thread's last record is raised to that record's time, so a thread's records never go back in
 /// time; a sensor switched off records nothing.
