@@ -55,7 +55,8 @@
 //! programs a rank starts (the constructor marks its own process in `GYR_MPI_PID`). It starts as
 //! `gyr::init` would (`Builder::with_default_env`: every `GYR_*` variable works, `GYR_HUB`
 //! included, so each rank is a program the hub sees live), except that a full ring drops events
-//! (counted, as `gyr.lost`) unless `GYR_POLICY=block` says otherwise.
+//! (counted, as `gyr.lost`) unless `GYR_POLICY=block` says otherwise, and that a thread's ring
+//! holds 4 MiB, not 1, unless `GYR_RING_CAPACITY` says otherwise ([`RING_CAPACITY`] says why).
 //!
 //! `GYR_TRACE` names each rank's file: `%r` is replaced by the world rank, `%j` by the job
 //! (`GYR_MPI_JOB`, which `gyr run --mpi` sets; else Open MPI's job id from
@@ -148,6 +149,21 @@ fn trace_path(pattern: &str, job: &str, rank: &str, pid: u32) -> String {
     path
 }
 
+/// Bytes per thread ring in a rank. Ranks busy-poll on every core, so a local monitor may wait
+/// a few scheduler slices for a core: a 0-byte ping-pong writes about 150 MB/s per rank, which
+/// fills 1 MiB in 7 ms. With 1 MiB, such runs on a busy 2-core machine lost a fifth of their
+/// events and ran slower; with 4 MiB (28 ms) they lost none.
+pub const RING_CAPACITY: usize = 4 << 20;
+
+/// A rank's runtime, before its trace file: `gyr::init`'s, but dropping on a full ring, with
+/// [`RING_CAPACITY`] (see the crate doc).
+fn builder() -> gyr::Builder {
+    gyr::Builder::new()
+        .policy(gyr::Policy::Drop)
+        .ring_capacity(RING_CAPACITY)
+        .with_default_env()
+}
+
 /// Starts the runtime in an MPI rank (see the crate doc).
 #[cfg(not(test))]
 fn start() {
@@ -159,9 +175,7 @@ fn start() {
     }
     let job = job_from_env();
     let _ = track::JOB.set(job.clone());
-    let mut builder = gyr::Builder::new()
-        .policy(gyr::Policy::Drop)
-        .with_default_env();
+    let mut builder = builder();
     if let Some(pattern) = std::env::var("GYR_TRACE").ok().filter(|t| !t.is_empty()) {
         builder = builder.trace_file(trace_path(&pattern, &job, &rank, me));
     }
@@ -295,5 +309,16 @@ mod tests {
         assert_eq!(trace_path("t-%j.%r.gyr", "42", "3", 9), "t-42.3.gyr");
         assert_eq!(trace_path("t.gyr", "42", "3", 9), "t.gyr.3");
         assert_eq!(trace_path("t.%p.%r", "j", "0", 9), "t.9.0");
+    }
+
+    #[test]
+    fn a_rank_drops_on_a_full_ring_of_its_own_size() {
+        // The builder's settings are private to gyr: its `Debug` shows them.
+        let b = format!("{:?}", builder());
+        assert!(b.contains("policy: Drop"), "{b}");
+        assert!(
+            b.contains(&format!("ring_capacity: {RING_CAPACITY},")),
+            "{b}"
+        );
     }
 }
