@@ -99,6 +99,11 @@ pub(crate) trait TableSink {
     ) -> io::Result<bool>;
     /// Every row is given: close every file.
     fn finish(&mut self) -> io::Result<()>;
+    /// Records [`TableSink::record`] took but found, once [`TableSink::finish`]ed, not to match
+    /// their type: a sink that checks payloads on other threads answers `true` first.
+    fn refused(&self) -> u64 {
+        0
+    }
 }
 
 /// The columns every table starts with.
@@ -520,7 +525,11 @@ impl<S: TableSink> Consumer for TableWriter<S> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        self.sink.finish()
+        self.sink.finish()?;
+        let refused = self.sink.refused();
+        self.stats.rows -= refused;
+        self.stats.skipped += refused;
+        Ok(())
     }
 
     fn events(&self) -> u64 {
