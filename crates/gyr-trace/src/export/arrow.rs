@@ -813,8 +813,10 @@ pub(crate) struct ArrowBuilders<'scope> {
     tables: Vec<ArrowTable>,
     /// The unit being filled.
     unit: Unit,
-    /// The last name given to `unit.names`.
-    last_name: Option<u32>,
+    /// The last name given to `unit.names`, by the address and length of the table writer's
+    /// string (the same string until [`TableSink::renamed`]), and its index: no name is
+    /// compared per record.
+    last_name: Option<((usize, usize), u32)>,
     /// Emptied units, to fill again.
     spares: Vec<Unit>,
     /// Units handed over so far.
@@ -1008,15 +1010,18 @@ impl TableSink for ArrowBuilders<'_> {
         let unit = &mut self.unit;
         let name = match fixed.thread_name {
             None => NO_NAME,
-            Some(name) => match self.last_name {
-                Some(i) if unit.names.get(i as usize).is_some_and(|n| n == name) => i,
-                _ => {
-                    let i = unit.names.len() as u32;
-                    unit.names.push(name.to_owned());
-                    self.last_name = Some(i);
-                    i
+            Some(name) => {
+                let key = (name.as_ptr() as usize, name.len());
+                match self.last_name {
+                    Some((k, i)) if k == key => i,
+                    _ => {
+                        let i = unit.names.len() as u32;
+                        unit.names.push(name.to_owned());
+                        self.last_name = Some((key, i));
+                        i
+                    }
                 }
-            },
+            }
         };
         let at = unit.payloads.len();
         unit.payloads.extend_from_slice(payload);
@@ -1067,6 +1072,10 @@ impl TableSink for ArrowBuilders<'_> {
 
     fn refused(&self) -> u64 {
         self.refused
+    }
+
+    fn renamed(&mut self) {
+        self.last_name = None;
     }
 }
 

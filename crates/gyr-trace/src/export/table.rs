@@ -104,6 +104,9 @@ pub(crate) trait TableSink {
     fn refused(&self) -> u64 {
         0
     }
+    /// The thread names [`Fixed::thread_name`] borrows from may have changed (a thread was
+    /// described, or an input begins): until then a name at the same address is the same name.
+    fn renamed(&mut self) {}
 }
 
 /// The columns every table starts with.
@@ -449,6 +452,7 @@ impl<S: TableSink> Consumer for TableWriter<S> {
         self.names.clear();
         self.threads.clear();
         self.last_thread = None;
+        self.sink.renamed();
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
         // On another process's clock, times are no longer this file's wall clock's.
@@ -481,6 +485,7 @@ impl<S: TableSink> Consumer for TableWriter<S> {
             }
         }
         self.last_thread = None;
+        self.sink.renamed();
         Ok(())
     }
 
