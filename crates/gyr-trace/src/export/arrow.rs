@@ -801,8 +801,10 @@ fn build_unit(
 /// put together in the units' order, so every table holds its rows in the walk's order, as
 /// [`ArrowSink`]'s do (in batches cut at other rows).
 ///
-/// Memory beyond the tables: at most `2 × threads + 1` units (one being filled, `threads`
-/// waiting, one being built by each builder), and each builder's columns of a batch per table.
+/// Memory beyond the tables: at most `2 × threads + 2` units, each of at most [`UNIT_ROWS`]
+/// rows and [`UNIT_BYTES`] of payload plus one record (one being filled, `threads` waiting,
+/// one being built by each builder, one on its way back; a new one is made only when none has
+/// come back), and each builder's columns of a batch per table.
 /// A builder that panics stops the read with an error once the walk is done; an error building
 /// a batch stops it at the next unit.
 #[derive(Debug)]
