@@ -80,17 +80,26 @@ impl ArrowTable {
 }
 
 /// Reads the traces at `paths` (one process each) into one table per event type; `events`,
-/// when given, names the event types to keep. Returns the tables, the rows read and the
-/// records left out (a payload not matching its type, or a type never described).
+/// when given, names the event types to keep; `threads` builds the columns on that many
+/// threads (`None`: the cores available, at most `export::MAX_BUILDERS`; 1: on the reading
+/// thread). Returns the tables, the rows read and the records left out (a payload not matching
+/// its type, or a type never described).
 #[pyfunction]
-#[pyo3(signature = (paths, events=None, ordered=false, correct=false))]
+#[pyo3(signature = (paths, events=None, ordered=false, correct=false, threads=None))]
 fn read_tables(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     events: Option<Vec<String>>,
     ordered: bool,
     correct: bool,
+    threads: Option<usize>,
 ) -> PyResult<(Vec<ArrowTable>, u64, u64)> {
+    if threads == Some(0) {
+        return Err(GyrError::new_err(
+            "threads=0: give at least 1 (1 builds the tables on the reading thread)",
+        ));
+    }
+    let threads = threads.unwrap_or_else(export::default_builders);
     if paths.is_empty() {
         return Err(GyrError::new_err(
             "no trace file given: pass the path of a file written with GYR_TRACE=FILE",
@@ -113,9 +122,15 @@ fn read_tables(
                 correct,
                 ..Options::default()
             };
-            let (_, stats, tables) =
-                export::arrow_tables(inputs, events.as_deref(), options, None, &mut |_| {})
-                    .map_err(|e| format!("reading {}: {e}", names(&paths)))?;
+            let (_, stats, tables) = export::arrow_tables(
+                inputs,
+                events.as_deref(),
+                options,
+                None,
+                threads,
+                &mut |_| {},
+            )
+            .map_err(|e| format!("reading {}: {e}", names(&paths)))?;
             Ok((stats.rows, stats.skipped, tables))
         })
         .map_err(GyrError::new_err)?;

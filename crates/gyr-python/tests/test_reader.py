@@ -196,6 +196,18 @@ def test_ordered_and_corrected_reads_keep_every_record(heat_trace):
     assert {n: x.num_rows for n, x in corrected.items()} == {n: x.num_rows for n, x in plain.items()}
 
 
+def test_tables_are_the_same_on_any_number_of_threads(heat_trace):
+    alone = gyr.read_trace(heat_trace, threads=1)
+    for n in (2, 3, None):
+        built = gyr.read_trace(heat_trace, threads=n)
+        assert (built.rows, built.skipped) == (alone.rows, alone.skipped)
+        assert list(built) == list(alone)
+        for name, table in alone.items():
+            assert built[name].equals(table), name
+    with pytest.raises(gyr.GyrError, match="threads=0"):
+        gyr.read_trace(heat_trace, threads=0)
+
+
 def test_concurrent_reads_agree(heat_trace):
     # Reads run with the GIL released: two at once on two threads finish and agree.
     results = []

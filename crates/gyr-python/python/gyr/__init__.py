@@ -19,7 +19,9 @@ Each table holds every record of one event type, with the columns every record h
 typed as the event type declares it (u64 stays uint64, i64 int64, f64 float64, bool, strings
 utf8, bytes binary; an array ``[T; N]`` becomes ``N`` columns ``name_0`` ..). The tables come
 from gyr's Rust reader through the Arrow C stream interface, without copying a value through
-Python.
+Python. Their columns are built on several threads while the file is read (``threads=``: the
+cores available by default, at most 8; ``threads=1`` builds them on the reading thread), the
+rows of each table in file order whatever the threads.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def read_trace(
     events: Optional[Iterable[str]] = None,
     ordered: bool = False,
     correct: bool = False,
+    threads: Optional[int] = None,
 ) -> Trace:
     """Reads the trace file at ``path`` into one typed ``pyarrow.Table`` per event type.
 
@@ -108,7 +111,9 @@ def read_trace(
     ``events`` names the event types to keep (``["heat.step", "gyr.lost"]``); the others are
     read past. ``ordered`` runs the records through gyr's ordering filter first (every event
     after its causes); ``correct`` removes from each thread's timeline the time monitoring
-    took (and implies ``ordered``), as ``gyr trace export --correct`` does.
+    took (and implies ``ordered``), as ``gyr trace export --correct`` does. ``threads`` is
+    how many threads build the columns while the file is read (default: the cores available,
+    at most 8; ``1`` builds them on the reading thread); the tables are the same either way.
 
     The file is read with the GIL released. Raises :class:`GyrError` with gyr's message when a
     file is missing, unreadable or not a gyr trace, and when pyarrow (15 or later) is missing.
@@ -122,7 +127,7 @@ def read_trace(
         events = [events]
     names = None if events is None else [str(e) for e in events]
     tables, rows, skipped = _gyr.read_tables(
-        paths, events=names, ordered=ordered, correct=correct
+        paths, events=names, ordered=ordered, correct=correct, threads=threads
     )
     from_stream = getattr(pa.RecordBatchReader, "from_stream", None)
     if from_stream is None:

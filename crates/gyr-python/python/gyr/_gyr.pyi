@@ -24,6 +24,7 @@ def read_tables(
     events: Optional[List[str]] = None,
     ordered: bool = False,
     correct: bool = False,
+    threads: Optional[int] = None,
 ) -> Tuple[List[ArrowTable], int, int]: ...
 def trace_info_json(path: Union[str, "os.PathLike[str]"]) -> str: ...
 

@@ -21,7 +21,9 @@ use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use gyr_core::schema::{FieldType, ScalarType};
 use std::io;
-use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// Rows of one record batch of an in-memory table: large enough that per-batch costs vanish,
 /// small enough that a batch stays in the caches while it is built.
@@ -584,18 +586,20 @@ pub(crate) struct ArrowSink {
     tables: Vec<Gathering>,
 }
 
-impl ArrowSink {
-    /// The tables, in order of creation; call after [`TableSink::finish`].
-    pub(crate) fn into_tables(self) -> Vec<ArrowTable> {
-        self.tables.into_iter().map(|g| g.table).collect()
-    }
+/// A sink that keeps its tables in memory.
+pub(crate) trait MemoryTables: TableSink {
+    /// The tables, in order of creation, named `names` (the table writer knows the event
+    /// types' names; a sink is told only file stems); call after [`TableSink::finish`].
+    fn into_tables(self, names: Vec<String>) -> Vec<ArrowTable>;
+}
 
-    /// Names the tables after their event types (the table writer knows them; the sink is told
-    /// only file stems).
-    pub(crate) fn name_tables(&mut self, names: impl IntoIterator<Item = String>) {
-        for (g, n) in self.tables.iter_mut().zip(names) {
-            g.table.name = n;
-        }
+impl MemoryTables for ArrowSink {
+    fn into_tables(self, names: Vec<String>) -> Vec<ArrowTable> {
+        self.tables
+            .into_iter()
+            .zip(names)
+            .map(|(g, name)| ArrowTable { name, ..g.table })
+            .collect()
     }
 }
 
@@ -643,6 +647,437 @@ impl TableSink for ArrowSink {
             g.close_batch()?;
         }
         Ok(())
+    }
+}
+
+/// Records taken from the walk at most per [`Unit`]: a unit's rows make at most one batch of
+/// each table.
+const UNIT_ROWS: usize = MEMORY_BATCH_ROWS;
+
+/// Payload bytes at which a unit is handed over whatever its rows (a record adds at most
+/// 1 GiB, so `u32` places within a unit suffice).
+const UNIT_BYTES: usize = 8 << 20;
+
+/// `Row::name` of a thread not yet described.
+const NO_NAME: u32 = u32::MAX;
+
+/// One table as a builder thread makes its columns.
+#[derive(Debug)]
+struct TableSpec {
+    schema: gyr_core::schema::Schema,
+    columns: Vec<Column>,
+}
+
+/// A record as the walk hands it to a builder: [`Fixed`] without borrowing, its payload's
+/// place in [`Unit::payloads`].
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    time_ns: u64,
+    wall_ns: Option<u64>,
+    thread: u64,
+    seq: u64,
+    perturbation_ns: u64,
+    table: u32,
+    pid: u32,
+    /// Index in [`Unit::names`], or [`NO_NAME`].
+    name: u32,
+    at: u32,
+    len: u32,
+}
+
+/// Consecutive records of the walk, built into batches by one builder thread.
+#[derive(Debug, Default)]
+struct Unit {
+    /// Its place in the walk, from 0: the batches are put together in this order.
+    index: u64,
+    /// The tables known when it was handed over.
+    tables: Arc<Vec<TableSpec>>,
+    rows: Vec<Row>,
+    payloads: Vec<u8>,
+    /// The thread names its rows carry.
+    names: Vec<String>,
+    /// A test's way to make the builder panic.
+    #[cfg(test)]
+    panic: bool,
+}
+
+/// What a builder made of a unit.
+#[derive(Debug)]
+struct Built {
+    index: u64,
+    /// Each batch with its table, in row order.
+    batches: io::Result<Vec<(usize, RecordBatch)>>,
+    refused: u64,
+    /// The unit, emptied, for the walk to fill again.
+    spare: Unit,
+}
+
+/// Builds the units it receives, with columns of its own for each table (kept from one unit to
+/// the next, so that a batch's vectors are sized as the last one's), until the walk closes the
+/// channel.
+fn build_units(work: &Mutex<Receiver<Unit>>, done: &Sender<Built>) {
+    let mut columns: Vec<Option<Columns>> = Vec::new();
+    loop {
+        let next = work.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(mut unit) = next else { return };
+        #[cfg(test)]
+        if unit.panic {
+            panic!("a unit made to fail");
+        }
+        let mut refused = 0;
+        let batches = build_unit(&mut columns, &unit, &mut refused);
+        unit.rows.clear();
+        unit.payloads.clear();
+        unit.names.clear();
+        let built = Built {
+            index: unit.index,
+            batches,
+            refused,
+            spare: unit,
+        };
+        if done.send(built).is_err() {
+            return;
+        }
+    }
+}
+
+/// The batches of `unit`'s rows, in row order per table; `refused` counts the payloads that do
+/// not match their type.
+fn build_unit(
+    columns: &mut Vec<Option<Columns>>,
+    unit: &Unit,
+    refused: &mut u64,
+) -> io::Result<Vec<(usize, RecordBatch)>> {
+    let mut out = Vec::new();
+    for row in &unit.rows {
+        let t = row.table as usize;
+        if columns.len() <= t {
+            columns.resize_with(t + 1, || None);
+        }
+        let c = match &mut columns[t] {
+            Some(c) => c,
+            slot => {
+                let Some(spec) = unit.tables.get(t) else {
+                    return Err(io::Error::other(format!("no table {t}")));
+                };
+                slot.insert(Columns::new(&spec.schema, &spec.columns))
+            }
+        };
+        let at = row.at as usize;
+        let payload = unit
+            .payloads
+            .get(at..at + row.len as usize)
+            .unwrap_or_default();
+        let fixed = Fixed {
+            time_ns: row.time_ns,
+            wall_ns: row.wall_ns,
+            pid: row.pid,
+            thread: row.thread,
+            thread_name: unit.names.get(row.name as usize).map(String::as_str),
+            seq: row.seq,
+            perturbation_ns: row.perturbation_ns,
+        };
+        if !c.push(&fixed, payload) {
+            *refused += 1;
+            continue;
+        }
+        if (c.rows() >= MEMORY_BATCH_ROWS || c.full())
+            && let Some(b) = c.batch()?
+        {
+            out.push((t, b));
+        }
+    }
+    for (t, c) in columns.iter_mut().enumerate() {
+        if let Some(b) = c.as_mut().map(Columns::batch).transpose()?.flatten() {
+            out.push((t, b));
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps every table in memory as [`ArrowSink`] does, its columns built on `threads` builder
+/// threads: the walk cuts the records into units of consecutive rows ([`UNIT_ROWS`] records or
+/// [`UNIT_BYTES`] of payload), any idle builder builds a unit's batches, and the batches are
+/// put together in the units' order, so every table holds its rows in the walk's order, as
+/// [`ArrowSink`]'s do (in batches cut at other rows).
+///
+/// Memory beyond the tables: at most `2 × threads + 2` units, each of at most [`UNIT_ROWS`]
+/// rows and [`UNIT_BYTES`] of payload plus one record (one being filled, `threads` waiting,
+/// one being built by each builder, one on its way back; a new one is made only when none has
+/// come back), and each builder's columns of a batch per table.
+/// A builder that panics stops the read with an error once the walk is done; an error building
+/// a batch stops it at the next unit.
+#[derive(Debug)]
+pub(crate) struct ArrowBuilders<'scope> {
+    /// The tables, in order of creation, as builders see them.
+    specs: Arc<Vec<TableSpec>>,
+    /// The tables being put together.
+    tables: Vec<ArrowTable>,
+    /// The unit being filled.
+    unit: Unit,
+    /// The last name given to `unit.names`, by the address and length of the table writer's
+    /// string (the same string until [`TableSink::renamed`]), and its index: no name is
+    /// compared per record.
+    last_name: Option<((usize, usize), u32)>,
+    /// Emptied units, to fill again.
+    spares: Vec<Unit>,
+    /// Units handed over so far.
+    handed: u64,
+    /// The next unit whose batches go into the tables, and those built before their turn.
+    next: u64,
+    early: std::collections::BTreeMap<u64, Vec<(usize, RecordBatch)>>,
+    refused: u64,
+    /// The first error of a builder.
+    error: Option<io::Error>,
+    work: Option<SyncSender<Unit>>,
+    done: Receiver<Built>,
+    builders: Vec<ScopedJoinHandle<'scope, ()>>,
+    /// Records per unit: [`UNIT_ROWS`], fewer in tests.
+    unit_rows: usize,
+    /// A test's unit to make a builder panic on.
+    #[cfg(test)]
+    panic_at: Option<u64>,
+}
+
+impl<'scope> ArrowBuilders<'scope> {
+    /// Starts `threads` builders in `scope`; an error when none could be started.
+    pub(crate) fn start<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        threads: usize,
+    ) -> io::Result<Self> {
+        let (work, units) = mpsc::sync_channel::<Unit>(threads);
+        let units = Arc::new(Mutex::new(units));
+        let (built, done) = mpsc::channel();
+        let mut builders = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let units = units.clone();
+            let built = built.clone();
+            let spawned = std::thread::Builder::new()
+                .name("gyr-table-builder".into())
+                .spawn_scoped(scope, move || build_units(&units, &built));
+            match spawned {
+                Ok(h) => builders.push(h),
+                Err(e) if builders.is_empty() => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(ArrowBuilders {
+            specs: Arc::default(),
+            tables: Vec::new(),
+            unit: Unit::default(),
+            last_name: None,
+            spares: Vec::new(),
+            handed: 0,
+            next: 0,
+            early: Default::default(),
+            refused: 0,
+            error: None,
+            work: Some(work),
+            done,
+            builders,
+            unit_rows: UNIT_ROWS,
+            #[cfg(test)]
+            panic_at: None,
+        })
+    }
+
+    /// Puts a built unit's batches into the tables once the units before it are in.
+    fn take(&mut self, built: Built) {
+        self.refused += built.refused;
+        if self.spares.len() <= self.builders.len() {
+            self.spares.push(built.spare);
+        }
+        match built.batches {
+            Ok(b) => {
+                self.early.insert(built.index, b);
+            }
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        while let Some(batches) = self.early.remove(&self.next) {
+            self.next += 1;
+            for (t, b) in batches {
+                if let Some(table) = self.tables.get_mut(t) {
+                    table.batches.push(b);
+                }
+            }
+        }
+    }
+
+    /// Hands the unit being filled to the builders.
+    fn hand_over(&mut self) -> io::Result<()> {
+        while let Ok(built) = self.done.try_recv() {
+            self.take(built);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let spare = self.spares.pop().unwrap_or_default();
+        let mut unit = std::mem::replace(&mut self.unit, spare);
+        self.last_name = None;
+        unit.index = self.handed;
+        unit.tables = self.specs.clone();
+        #[cfg(test)]
+        {
+            unit.panic = self.panic_at == Some(self.handed);
+        }
+        self.handed += 1;
+        let sent = match &self.work {
+            Some(work) => work.send(unit).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // Every builder is gone: it can only have panicked.
+        let why = self.join().unwrap_or_else(|| "no reason given".into());
+        Err(io::Error::other(format!(
+            "a table-building thread stopped ({why})"
+        )))
+    }
+
+    /// Waits for every builder to end (the channel of units closed).
+    fn join(&mut self) -> Option<String> {
+        self.work = None;
+        let mut panicked = None;
+        for b in self.builders.drain(..) {
+            if let Err(panic) = b.join() {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                panicked.get_or_insert(why);
+            }
+        }
+        panicked
+    }
+}
+
+impl MemoryTables for ArrowBuilders<'_> {
+    fn into_tables(mut self, names: Vec<String>) -> Vec<ArrowTable> {
+        std::mem::take(&mut self.tables)
+            .into_iter()
+            .zip(names)
+            .map(|(t, name)| ArrowTable { name, ..t })
+            .collect()
+    }
+}
+
+impl Drop for ArrowBuilders<'_> {
+    fn drop(&mut self) {
+        // A read stopped early: the builders end once the units handed over are built.
+        self.join();
+    }
+}
+
+impl TableSink for ArrowBuilders<'_> {
+    fn create(
+        &mut self,
+        file: &str,
+        schema: &gyr_core::schema::Schema,
+        columns: Vec<Column>,
+    ) -> io::Result<usize> {
+        self.tables.push(ArrowTable {
+            name: file.to_owned(),
+            schema: schema_of(&columns),
+            batches: Vec::new(),
+        });
+        // Units already handed over keep the list they were given.
+        let mut specs: Vec<TableSpec> = self
+            .specs
+            .iter()
+            .map(|s| TableSpec {
+                schema: s.schema.clone(),
+                columns: s.columns.clone(),
+            })
+            .collect();
+        specs.push(TableSpec {
+            schema: schema.clone(),
+            columns,
+        });
+        self.specs = Arc::new(specs);
+        Ok(self.tables.len() - 1)
+    }
+
+    #[inline(always)]
+    fn record(
+        &mut self,
+        table: usize,
+        _schema: &gyr_core::schema::Schema,
+        fixed: &Fixed<'_>,
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        let unit = &mut self.unit;
+        let name = match fixed.thread_name {
+            None => NO_NAME,
+            Some(name) => {
+                let key = (name.as_ptr() as usize, name.len());
+                match self.last_name {
+                    Some((k, i)) if k == key => i,
+                    _ => {
+                        let i = unit.names.len() as u32;
+                        unit.names.push(name.to_owned());
+                        self.last_name = Some((key, i));
+                        i
+                    }
+                }
+            }
+        };
+        let at = unit.payloads.len();
+        unit.payloads.extend_from_slice(payload);
+        unit.rows.push(Row {
+            time_ns: fixed.time_ns,
+            wall_ns: fixed.wall_ns,
+            thread: fixed.thread,
+            seq: fixed.seq,
+            perturbation_ns: fixed.perturbation_ns,
+            table: table as u32,
+            pid: fixed.pid,
+            name,
+            at: at as u32,
+            len: payload.len() as u32,
+        });
+        if unit.rows.len() >= self.unit_rows || unit.payloads.len() >= UNIT_BYTES {
+            self.hand_over()?;
+        }
+        // Checked by a builder: `refused` counts what it refuses.
+        Ok(true)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        if !self.unit.rows.is_empty() {
+            self.hand_over()?;
+        }
+        let panicked = self.join();
+        while let Ok(built) = self.done.try_recv() {
+            self.take(built);
+        }
+        if let Some(why) = panicked {
+            return Err(io::Error::other(format!(
+                "a table-building thread stopped ({why})"
+            )));
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.next != self.handed {
+            return Err(io::Error::other(format!(
+                "{} of {} units of rows were not built",
+                self.handed - self.next,
+                self.handed
+            )));
+        }
+        Ok(())
+    }
+
+    fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    fn renamed(&mut self) {
+        self.last_name = None;
     }
 }
 
@@ -705,7 +1140,7 @@ mod tests {
     fn read(bytes: Vec<u8>, only: Option<&[String]>) -> Vec<super::ArrowTable> {
         let input = Input::new("t", TraceReader::new(Cursor::new(bytes)).unwrap());
         let (_, stats, tables) =
-            arrow_tables(vec![input], only, Options::default(), None, &mut |_| {}).unwrap();
+            arrow_tables(vec![input], only, Options::default(), None, 1, &mut |_| {}).unwrap();
         assert_eq!(stats.skipped, 0);
         tables
     }
@@ -1033,10 +1468,10 @@ mod same_as_cells {
             std::fs::write(&path, &bytes).unwrap();
             let plain = Input::new("t", TraceReader::new(std::io::Cursor::new(bytes)).unwrap());
             let (walk_report, walk_stats, walk_tables) =
-                arrow_tables(vec![plain], None, Options::default(), None, &mut |_| {}).unwrap();
+                arrow_tables(vec![plain], None, Options::default(), None, 1, &mut |_| {}).unwrap();
             let ahead = open_input(&path).unwrap();
             let (report, stats, tables) =
-                arrow_tables(vec![ahead], None, Options::default(), None, &mut |_| {}).unwrap();
+                arrow_tables(vec![ahead], None, Options::default(), None, 1, &mut |_| {}).unwrap();
             prop_assert_eq!(&stats, &walk_stats);
             prop_assert_eq!(report.records, walk_report.records);
             prop_assert_eq!(report.events, walk_report.events);
@@ -1052,6 +1487,154 @@ mod same_as_cells {
             if damage_at.is_none() {
                 prop_assert_eq!(stats.rows, expected);
             }
+        }
+
+        /// Tables built on builder threads hold the rows of the tables built on the walking
+        /// thread, in the same order, with the same counts and damage; whatever the payloads
+        /// (refused ones included), the units' sizes, the builders and the damage.
+        #[test]
+        fn builders_give_the_walks_tables(
+            payloads in proptest::collection::vec(payload(), 1..150),
+            chunk in 64usize..4096,
+            damage_at in proptest::option::of(0usize..1 << 16),
+            threads in 2usize..5,
+            unit_rows in 1usize..40,
+        ) {
+            let bytes = trace_of(&payloads, chunk, damage_at);
+            let (walk_report, walk_stats, walk_tables) = read_with(bytes.clone(), 1, None).unwrap();
+            let (report, stats, tables) =
+                read_with(bytes, threads, Some((unit_rows, None))).unwrap();
+            prop_assert_eq!(&stats, &walk_stats);
+            prop_assert_eq!(report.records, walk_report.records);
+            prop_assert_eq!(report.events, walk_report.events);
+            prop_assert_eq!(
+                &report.files[0].summary.damage,
+                &walk_report.files[0].summary.damage
+            );
+            prop_assert_eq!(tables.len(), walk_tables.len());
+            for (a, b) in tables.iter().zip(&walk_tables) {
+                prop_assert_eq!(&a.name, &b.name);
+                prop_assert_eq!(&a.schema, &b.schema);
+                prop_assert!(a.batches.iter().all(|x| x.num_rows() <= super::MEMORY_BATCH_ROWS));
+                prop_assert_eq!(one_row_batches(a), one_row_batches(b));
+            }
+        }
+    }
+
+    /// A trace of `payloads` as records of `schema()` on three threads, renamed now and then,
+    /// in chunks of about `chunk` bytes, a byte flipped at `damage_at`.
+    fn trace_of(payloads: &[Vec<u8>], chunk: usize, damage_at: Option<usize>) -> Vec<u8> {
+        use gyr_core::trace::{TraceEnd, TraceHeader, TraceWriter};
+        let header = TraceHeader {
+            pid: 4,
+            start_unix_ns: 5_000,
+            ..TraceHeader::default()
+        };
+        let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+        w.set_chunk_target(chunk);
+        w.schema(&schema()).unwrap();
+        for (i, p) in payloads.iter().enumerate() {
+            let thread = (i % 3) as u64 + 1;
+            if i % 7 == 2 {
+                w.thread(&gyr_core::ThreadInfo {
+                    id: thread,
+                    name: format!("t{i}"),
+                    os_tid: 0,
+                })
+                .unwrap();
+            }
+            let mut r = Vec::new();
+            gyr_core::record::push_record(&mut r, 3, 10 * i as u64, i as u64, i as u64, p);
+            if i % 11 == 5 {
+                gyr_core::record::push_record(&mut r, 99, 10 * i as u64, i as u64, 0, &[1]);
+            }
+            w.records(thread, &r).unwrap();
+        }
+        let mut bytes = w.finish(&TraceEnd::default()).unwrap();
+        if let Some(at) = damage_at {
+            let at = 64 + at % bytes.len().saturating_sub(64).max(1);
+            if let Some(b) = bytes.get_mut(at) {
+                *b ^= 0x5a;
+            }
+        }
+        bytes
+    }
+
+    type Read = (
+        super::super::Report,
+        super::super::table::TableStats,
+        Vec<super::ArrowTable>,
+    );
+
+    /// `bytes` read into tables by `arrow_tables` on `threads`, or, given `(unit_rows,
+    /// panic_at)`, by builders cutting units of `unit_rows` records, one of which panics.
+    fn read_with(
+        bytes: Vec<u8>,
+        threads: usize,
+        units: Option<(usize, Option<u64>)>,
+    ) -> std::io::Result<Read> {
+        use super::super::{Input, Options, arrow_tables, tables_into};
+        use gyr_core::trace::TraceReader;
+        let input = Input::new("t", TraceReader::new(std::io::Cursor::new(bytes)).unwrap());
+        let Some((unit_rows, panic_at)) = units else {
+            return arrow_tables(
+                vec![input],
+                None,
+                Options::default(),
+                None,
+                threads,
+                &mut |_| {},
+            );
+        };
+        std::thread::scope(|scope| {
+            let mut sink = super::ArrowBuilders::start(scope, threads)?;
+            sink.unit_rows = unit_rows;
+            sink.panic_at = panic_at;
+            tables_into(
+                sink,
+                vec![input],
+                None,
+                Options::default(),
+                None,
+                &mut |_| {},
+            )
+        })
+    }
+
+    /// A table's rows, each as a batch of its own.
+    fn one_row_batches(t: &super::ArrowTable) -> Vec<RecordBatch> {
+        t.batches
+            .iter()
+            .flat_map(|b| (0..b.num_rows()).map(move |i| b.slice(i, 1)))
+            .collect()
+    }
+
+    /// A builder that panics makes the read an error that says so, whichever unit it was
+    /// building, and the read ends (no hang on the other builders or the walk).
+    #[test]
+    fn a_builder_panic_is_an_error() {
+        let payloads: Vec<Vec<u8>> = (0..200u8)
+            .map(|i| {
+                let mut p = vec![i];
+                p.extend(0u32.to_le_bytes());
+                p.extend([0u8; 12]);
+                p.push(1);
+                p.extend(0u32.to_le_bytes());
+                p.extend([0u8; 18]);
+                p
+            })
+            .collect();
+        let bytes = trace_of(&payloads, 512, None);
+        let (_, stats, tables) = read_with(bytes.clone(), 2, Some((7, None))).unwrap();
+        assert_eq!(stats.rows, 200);
+        assert_eq!(tables[0].rows(), 200);
+        for at in [0, 5, 28] {
+            let e = read_with(bytes.clone(), 2, Some((7, Some(at)))).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("a table-building thread stopped (a unit made to fail)"),
+                "{e}"
+            );
         }
     }
 }

@@ -521,26 +521,71 @@ pub fn export_tables<R: Read + Seek>(
     }
 }
 
+/// The most threads [`arrow_tables`] builds columns on by default: past a few, the walk that
+/// feeds them is the bound.
+#[cfg(feature = "arrow")]
+pub const MAX_BUILDERS: usize = 8;
+
+/// Threads to build a read's columns on: the cores available, at most [`MAX_BUILDERS`].
+#[cfg(feature = "arrow")]
+pub fn default_builders() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_BUILDERS)
+}
+
 /// Reads `inputs` (one process each) into one Arrow table per event type, in memory, with the
 /// columns of [`table`]; `only`, when given, names the event types to keep (the others are
 /// read past and neither kept nor counted); `clock` as in [`export_inputs_on_clock`].
+///
+/// With `threads` above 1 the columns are built on that many threads of their own while this
+/// one walks the inputs ([`arrow::ArrowTable`]s hold the same rows in the same order, in
+/// batches cut elsewhere); with 1, or when they cannot be started, on this thread.
 #[cfg(feature = "arrow")]
 pub fn arrow_tables<R: Read + Seek>(
     inputs: Vec<Input<R>>,
     only: Option<&[String]>,
     options: Options,
     clock: Option<&ClockCorrection>,
+    threads: usize,
     progress: &mut dyn FnMut(&Progress),
 ) -> io::Result<(Report, table::TableStats, Vec<arrow::ArrowTable>)> {
-    let mut w = table::TableWriter::new(arrow::ArrowSink::default(), Path::new(""), "arrow");
+    std::thread::scope(|scope| {
+        let builders = (threads > 1)
+            .then(|| arrow::ArrowBuilders::start(scope, threads).ok())
+            .flatten();
+        match builders {
+            Some(sink) => tables_into(sink, inputs, only, options, clock, progress),
+            None => tables_into(
+                arrow::ArrowSink::default(),
+                inputs,
+                only,
+                options,
+                clock,
+                progress,
+            ),
+        }
+    })
+}
+
+/// [`arrow_tables`] through `sink`.
+#[cfg(feature = "arrow")]
+pub(crate) fn tables_into<R: Read + Seek, S: arrow::MemoryTables>(
+    sink: S,
+    inputs: Vec<Input<R>>,
+    only: Option<&[String]>,
+    options: Options,
+    clock: Option<&ClockCorrection>,
+    progress: &mut dyn FnMut(&Progress),
+) -> io::Result<(Report, table::TableStats, Vec<arrow::ArrowTable>)> {
+    let mut w = table::TableWriter::new(sink, Path::new(""), "arrow");
     if let Some(only) = only {
         w.keep_only(only);
     }
     let report = run(inputs, &mut w, options, clock, progress)?;
     let stats = w.stats().clone();
-    let mut sink = w.into_sink();
-    sink.name_tables(stats.tables.iter().map(|(name, _)| name.clone()));
-    Ok((report, stats, sink.into_tables()))
+    let names = stats.tables.iter().map(|(name, _)| name.clone()).collect();
+    Ok((report, stats, w.into_sink().into_tables(names)))
 }
 
 /// One input as the consumers see it begin.

@@ -99,6 +99,14 @@ pub(crate) trait TableSink {
     ) -> io::Result<bool>;
     /// Every row is given: close every file.
     fn finish(&mut self) -> io::Result<()>;
+    /// Records [`TableSink::record`] took but found, once [`TableSink::finish`]ed, not to match
+    /// their type: a sink that checks payloads on other threads answers `true` first.
+    fn refused(&self) -> u64 {
+        0
+    }
+    /// The thread names [`Fixed::thread_name`] borrows from may have changed (a thread was
+    /// described, or an input begins): until then a name at the same address is the same name.
+    fn renamed(&mut self) {}
 }
 
 /// The columns every table starts with.
@@ -444,6 +452,7 @@ impl<S: TableSink> Consumer for TableWriter<S> {
         self.names.clear();
         self.threads.clear();
         self.last_thread = None;
+        self.sink.renamed();
         self.pid = file.header.pid;
         self.offset_ns = file.offset_ns;
         // On another process's clock, times are no longer this file's wall clock's.
@@ -476,6 +485,7 @@ impl<S: TableSink> Consumer for TableWriter<S> {
             }
         }
         self.last_thread = None;
+        self.sink.renamed();
         Ok(())
     }
 
@@ -520,7 +530,11 @@ impl<S: TableSink> Consumer for TableWriter<S> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        self.sink.finish()
+        self.sink.finish()?;
+        let refused = self.sink.refused();
+        self.stats.rows -= refused;
+        self.stats.skipped += refused;
+        Ok(())
     }
 
     fn events(&self) -> u64 {
