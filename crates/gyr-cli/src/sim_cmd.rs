@@ -188,6 +188,7 @@ fn apply_sets(network: &mut Network, sets: &[String]) -> Result<(), Failure> {
                 "O" => p.overhead_per_byte = value,
                 "S" => p.eager_limit = value as u64,
                 "C" => p.connect_ns = value,
+                "Cx" => p.connect_crossing_ns = Some(value),
                 _ => return Err(bad("unknown parameter")),
             }
             // The measured sizes would hide a change of the line's L, o, G or O.
@@ -350,7 +351,7 @@ fn predict(args: PredictArgs) -> Result<ExitCode, Failure> {
 
 fn describe(model: &LogGops) -> String {
     format!(
-        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes, C = {:.0} ns",
+        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/byte ({:.2} GB/s), O = {:.4} ns/byte, S = {} bytes, C = {:.0} ns{}",
         model.latency,
         model.o,
         model.g,
@@ -362,7 +363,11 @@ fn describe(model: &LogGops) -> String {
         },
         model.overhead_per_byte,
         model.eager_limit,
-        model.connect_ns
+        model.connect_ns,
+        match model.connect_crossing_ns {
+            Some(c) => format!(" (Cx = {c:.0} ns when both send first)"),
+            None => String::new(),
+        }
     ) + match (model.measured.first(), model.measured.last()) {
         (Some(a), Some(b)) => format!(
             "; {} sizes measured ({} to {} bytes) give the times between them",

@@ -2,6 +2,8 @@
  * warm-up, timed with MPI_Wtime (not traced, so that no monitoring cost enters the model).
  * gyr compiles it with mpicc and runs it with mpirun; rank 0 prints one line per measurement:
  *   connect NS  (the first round trip's time over the second's: a lazy connection's cost)
+ *   connect_crossing NS  (run as `calibrate crossing`, alone: the same when both ranks send
+ *                         first, as in an exchange)
  *   pingpong BYTES HALF_ROUND_TRIP_NS SEND_CALL_NS
  *   stream BYTES NS_PER_MESSAGE
  * (medians over the repetitions). */
@@ -29,6 +31,22 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "calibrate: needs 2 ranks\n");
         MPI_Finalize();
         return 2;
+    }
+    if (argc > 1 && strcmp(argv[1], "crossing") == 0) {
+        /* Both ranks send to each other at once, twice: the first exchange makes the
+         * connection while each side, connecting too, answers the other. */
+        char out = 0, in;
+        double t[2];
+        for (int i = 0; i < 2; i++) {
+            double t0 = MPI_Wtime();
+            if (rank < 2)
+                MPI_Sendrecv(&out, 1, MPI_BYTE, 1 - rank, 5, &in, 1, MPI_BYTE, 1 - rank, 5,
+                             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            t[i] = MPI_Wtime() - t0;
+        }
+        if (rank == 0) printf("connect_crossing %.1f\n", t[0] > t[1] ? (t[0] - t[1]) * 1e9 : 0.0);
+        MPI_Finalize();
+        return 0;
     }
     long max_bytes = argc > 1 ? atol(argv[1]) : 4L << 20;
     int reps = argc > 2 ? atoi(argv[2]) : 30;

@@ -15,7 +15,9 @@
 //!   call's time over eager sizes, `G` the rest;
 //! - `g`: the stream's per-message time for one-byte messages;
 //! - `C`: the first round trip between the two ranks less the second: what a transport that
-//!   connects on first use (Open MPI's `tcp`) costs the first message between two ranks.
+//!   connects on first use (Open MPI's `tcp`) costs the first message between two ranks;
+//! - `Cx`: the same for a first exchange, both ranks sending at once (a job of its own, since
+//!   a pair connects once).
 
 use crate::model::{LogGops, SizePoint};
 use serde::Serialize;
@@ -52,6 +54,8 @@ pub struct Measurements {
     pub stream: Vec<Stream>,
     /// The first message's extra time, ns (once: a connection is made once).
     pub connect_ns: Option<f64>,
+    /// The same when both ranks send first, ns.
+    pub connect_crossing_ns: Option<f64>,
 }
 
 /// Reads the measuring program's output; lines it does not know are errors, with their number.
@@ -78,6 +82,7 @@ pub fn parse(text: &str) -> Result<Measurements, String> {
                 per_message_ns: num(2)?,
             }),
             Some(&"connect") if f.len() == 2 => m.connect_ns = Some(num(1)?),
+            Some(&"connect_crossing") if f.len() == 2 => m.connect_crossing_ns = Some(num(1)?),
             _ => return Err(bad()),
         }
     }
@@ -197,6 +202,7 @@ pub fn fit(m: &Measurements, eager_limit: Option<u64>) -> Result<LogGops, String
         overhead_per_byte,
         eager_limit,
         connect_ns: m.connect_ns.unwrap_or(0.0),
+        connect_crossing_ns: m.connect_crossing_ns,
         measured: pp
             .iter()
             .map(|p| SizePoint {
@@ -226,6 +232,9 @@ mod tests {
     /// Measurements made by the model itself: the fit must give its parameters back.
     fn synthetic(p: &LogGops) -> String {
         let mut out = format!("connect {:.1}\n", p.connect_ns);
+        if let Some(c) = p.connect_crossing_ns {
+            out += &format!("connect_crossing {c:.1}\n");
+        }
         let mut bytes = 1u64;
         while bytes <= 4 << 20 {
             let extra = (bytes - 1) as f64;
@@ -254,6 +263,7 @@ mod tests {
             overhead_per_byte: 0.05,
             eager_limit: 65536,
             connect_ns: 9_000_000.0,
+            connect_crossing_ns: Some(150_000.0),
             measured: Vec::new(),
         };
         let m = parse(&synthetic(&truth)).unwrap();
@@ -263,6 +273,7 @@ mod tests {
         assert!((got.latency - truth.latency).abs() < 2.0, "{got:?}");
         assert!((got.g - truth.g).abs() < 1.0, "{got:?}");
         assert_eq!(got.connect_ns, truth.connect_ns);
+        assert_eq!(got.connect_crossing_ns, truth.connect_crossing_ns);
         assert!(
             (got.gap_per_byte - truth.gap_per_byte).abs() < 0.01,
             "{got:?}"

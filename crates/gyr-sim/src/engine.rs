@@ -189,6 +189,9 @@ struct Sim {
     node_rx: HashMap<u32, u64>,
     /// Pairs of LPs (lower first) a message has connected.
     connected: foldhash::HashSet<(usize, usize)>,
+    /// Pairs of LPs (lower first) that each send to the other before waiting for it: their
+    /// connection costs `Cx`, not `C`.
+    crossing: foldhash::HashSet<(usize, usize)>,
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     slots: Vec<Option<Ev>>,
     free_slots: Vec<usize>,
@@ -241,6 +244,21 @@ impl Sim {
             }
             requests.push(started.into_dense(p));
         }
+        let charged = [&network.intra, &network.inter]
+            .iter()
+            .any(|p| p.connect(false) != p.connect(true));
+        let mut crossing = foldhash::HashSet::default();
+        if charged {
+            let first: Vec<_> = programs.iter().map(sends_first).collect();
+            for (a, peers) in first.iter().enumerate() {
+                for peer in peers {
+                    let b = index[peer];
+                    if a < b && first[b].contains(&programs[a].rank) {
+                        crossing.insert((a, b));
+                    }
+                }
+            }
+        }
         let lps = programs
             .into_iter()
             .zip(requests)
@@ -263,6 +281,7 @@ impl Sim {
             node_tx: HashMap::default(),
             node_rx: HashMap::default(),
             connected: Default::default(),
+            crossing,
             queue: BinaryHeap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -512,10 +531,12 @@ impl Sim {
         bytes: u64,
     ) -> u64 {
         let path = self.path(lp, dst);
-        let (flight, control, connect) = (path.flight(bytes), path.control(), path.connect());
+        let pair = (lp.min(dst), lp.max(dst));
+        let (flight, control) = (path.flight(bytes), path.control());
+        let connect = path.connect(self.crossing.contains(&pair));
         let (rendezvous, o) = (path.rendezvous(bytes), path.o.round().max(0.0) as u64);
         // The first message between two ranks connects them, at its sender's cost.
-        let now = if connect > 0 && self.connected.insert((lp.min(dst), lp.max(dst))) {
+        let now = if connect > 0 && self.connected.insert(pair) {
             now + connect
         } else {
             now
@@ -665,6 +686,35 @@ impl Sim {
 }
 
 /// When the last of `reqs` completed, if all have.
+/// The peers `prog`'s rank sends to before it first waits for a message from them: a
+/// transport that connects on first use sees it ask for their connection.
+fn sends_first(prog: &RankProgram) -> foldhash::HashSet<u32> {
+    let mut first = foldhash::HashSet::default();
+    let mut decided = foldhash::HashSet::default();
+    // Receives posted from peers not decided yet, by request.
+    let mut receives: HashMap<ReqId, u32> = HashMap::default();
+    for op in &prog.ops {
+        match op {
+            // The first exchange with `to` decided here: a send.
+            Op::Isend { to, .. } if decided.insert(*to) => {
+                first.insert(*to);
+            }
+            Op::Irecv { req, from, .. } if !decided.contains(from) => {
+                receives.insert(*req, *from);
+            }
+            Op::Wait(reqs) => {
+                for r in reqs {
+                    if let Some(from) = receives.remove(r) {
+                        decided.insert(from);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    first
+}
+
 fn wait_done(state: &[u64], reqs: &[ReqId]) -> Option<u64> {
     let mut last = 0;
     for r in reqs {
@@ -788,6 +838,7 @@ mod tests {
             overhead_per_byte: 0.0,
             eager_limit: 1000,
             connect_ns: 0.0,
+            connect_crossing_ns: None,
             measured: Vec::new(),
         })
     }
@@ -923,8 +974,10 @@ mod tests {
     fn the_first_message_between_two_ranks_connects_them() {
         let mut network = net();
         network.intra.connect_ns = 10_000.0;
-        // As in the eager ping-pong by hand, but the first send starts at C = 10 000 and the
-        // reply, on the same connection, pays nothing more.
+        network.intra.connect_crossing_ns = Some(500.0);
+        // As in the eager ping-pong by hand, but the first send starts at C = 10 000 (rank 1
+        // waits for rank 0 before it sends: not Cx) and the reply, on the same connection,
+        // pays nothing more.
         let mut a = RankProgram::new(0);
         a.send(1, CH, 101);
         a.recv(1, CH);
@@ -934,6 +987,40 @@ mod tests {
         let p = simulate(vec![a, b], &network).unwrap();
         assert_eq!(p.ranks[0].end_ns, 12_600);
         assert_eq!(p.ranks[1].end_ns, 11_400);
+    }
+
+    #[test]
+    fn an_exchange_connects_at_the_crossing_cost() {
+        let mut network = net();
+        network.intra.connect_ns = 10_000.0;
+        network.intra.connect_crossing_ns = Some(500.0);
+        // Both ranks send 101 bytes to each other at 0. Rank 0's send goes first and connects
+        // the pair at Cx = 500: busy until 600, its data in at 500 + 1200 = 1700, where rank 1
+        // completes at 1800. Rank 1's send, connected already, arrives at 1200: rank 0 done at
+        // 1300.
+        let exchange = |rank: u32| {
+            let mut p = RankProgram::new(rank);
+            p.sendrecv(1 - rank, 101, 1 - rank, CH);
+            p
+        };
+        let p = simulate(vec![exchange(0), exchange(1)], &network).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 1300);
+        assert_eq!(p.ranks[1].end_ns, 1800);
+        // Without Cx the exchange pays C.
+        network.intra.connect_crossing_ns = None;
+        let p = simulate(vec![exchange(0), exchange(1)], &network).unwrap();
+        assert_eq!(p.ranks[1].end_ns, 11_300);
+    }
+
+    #[test]
+    fn a_rank_that_waits_before_it_sends_does_not_ask_to_connect() {
+        let mut a = RankProgram::new(0);
+        let r = a.irecv(1, CH);
+        a.isend(2, CH, 8);
+        a.wait(&[r]);
+        a.send(1, CH, 8);
+        let first: Vec<u32> = sends_first(&a).into_iter().collect();
+        assert_eq!(first, [2]);
     }
 
     #[test]

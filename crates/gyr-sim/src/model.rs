@@ -11,7 +11,10 @@
 //!   to send back once the receive is posted, then the data);
 //! - and `C`, not LogGOPS's: the connection a transport makes on first use (Open MPI's `tcp`
 //!   connects two ranks when the first message between them is sent), paid by that message's
-//!   sender once per pair of ranks.
+//!   sender once per pair of ranks. Its cost depends on the receiver: one that is not sending
+//!   to the sender hears of the connection only when it next polls for events (Open MPI polls
+//!   every 10 ms while nothing of its own waits on them), while two ranks that each send to
+//!   the other first (an exchange, a collective) connect in a few round trips, `Cx`.
 //!
 //! Sending `s` bytes at time `t` keeps the sender's processor busy until `t + o + (s-1)·O`, its
 //! interface until `t + g + (s-1)·G`, and the data arrives at `t + o + (s-1)·G + L`; the
@@ -62,6 +65,10 @@ pub struct LogGops {
     /// `C`: what the first message between two ranks costs its sender on top, ns.
     #[serde(rename = "C", default)]
     pub connect_ns: f64,
+    /// `Cx`: the same when both ranks send to each other before either waits for the other
+    /// (their connections cross, each side answering at once), ns; `C` when not given.
+    #[serde(rename = "Cx", default, skip_serializing_if = "Option::is_none")]
+    pub connect_crossing_ns: Option<f64>,
     /// The sizes the calibration measured, by size (empty: the line alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<SizePoint>,
@@ -78,6 +85,7 @@ impl LogGops {
         overhead_per_byte: 0.05,
         eager_limit: 4096 - crate::calibrate::OB1_HEADER,
         connect_ns: 0.0,
+        connect_crossing_ns: None,
         measured: Vec::new(),
     };
 
@@ -90,6 +98,7 @@ impl LogGops {
         overhead_per_byte: 0.1,
         eager_limit: 65_536 - crate::calibrate::OB1_HEADER,
         connect_ns: 0.0,
+        connect_crossing_ns: None,
         measured: Vec::new(),
     };
 
@@ -102,6 +111,7 @@ impl LogGops {
             ("G", self.gap_per_byte),
             ("O", self.overhead_per_byte),
             ("C", self.connect_ns),
+            ("Cx", self.connect_crossing_ns.unwrap_or(0.0)),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(format!(
@@ -199,9 +209,12 @@ impl LogGops {
         }
     }
 
-    /// `C`: the first message between two ranks' extra cost.
-    pub(crate) fn connect(&self) -> u64 {
-        ns(self.connect_ns)
+    /// `C`, or `Cx` when `crossing`: the first message between two ranks' extra cost.
+    pub(crate) fn connect(&self, crossing: bool) -> u64 {
+        match self.connect_crossing_ns {
+            Some(c) if crossing => ns(c),
+            _ => ns(self.connect_ns),
+        }
     }
 
     /// `o + L`: a control message (a rendezvous's request or clear to send).
@@ -313,6 +326,7 @@ mod tests {
             overhead_per_byte: 0.5,
             eager_limit: 10,
             connect_ns: 0.0,
+            connect_crossing_ns: None,
             measured: Vec::new(),
         };
         assert_eq!(p.cpu(1), 100);
@@ -354,6 +368,7 @@ mod tests {
             overhead_per_byte: 0.5,
             eager_limit: 1000,
             connect_ns: 0.0,
+            connect_crossing_ns: None,
             // A step between 100 and 500 bytes no line fits, and a rendezvous at 4000.
             measured: vec![
                 point(1, 100.0, 1200.0),

@@ -86,7 +86,8 @@ pub struct Measure<'a> {
     pub mpicc: &'a str,
 }
 
-/// Compiles and runs the measuring program on two ranks, then fits the model; also returns the
+/// Compiles and runs the measuring program on two ranks (and again for the crossing
+/// connection), then fits the model; also returns the
 /// measurements and whether `ompi_info` gave the eager limit.
 pub fn measure(m: &Measure<'_>) -> Result<(LogGops, Measurements, bool), String> {
     if m.max_bytes < 64 || m.reps == 0 {
@@ -116,7 +117,24 @@ pub fn measure(m: &Measure<'_>) -> Result<(LogGops, Measurements, bool), String>
             m.mpirun, output.status
         ));
     }
-    let measurements = calibrate::parse(&String::from_utf8_lossy(&output.stdout))?;
+    // A pair of ranks connects once per job: the crossing connection needs a job of its own.
+    let crossing = mpirun(m.mpirun)
+        .args(["-np", "2"])
+        .args(btl_args(m.btl))
+        .arg(&binary)
+        .arg("crossing")
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", m.mpirun))?;
+    if !crossing.status.success() {
+        return Err(format!(
+            "the measuring program failed under {} ({})",
+            m.mpirun, crossing.status
+        ));
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&crossing.stdout));
+    let measurements = calibrate::parse(&text)?;
     let eager = Command::new("ompi_info")
         .args(["--parsable", "--level", "9", "--param", "btl", m.btl])
         .output()

@@ -54,6 +54,7 @@ fn net() -> Network {
         overhead_per_byte: 0.0,
         eager_limit: 1000,
         connect_ns: 0.0,
+        connect_crossing_ns: None,
         measured: Vec::new(),
     })
 }
