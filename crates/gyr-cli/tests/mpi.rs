@@ -146,8 +146,9 @@ fn an_mpi_job_is_traced_synchronised_exported_and_predicted() {
         ],
     ));
     let model = std::fs::read_to_string(d.join("shm.toml")).unwrap();
+    // `Cx`, the first exchange's connection, comes from a job of its own.
     assert!(
-        model.contains("[intra]") && model.contains("S ="),
+        model.contains("[intra]") && model.contains("S =") && model.contains("Cx ="),
         "{model}"
     );
     let p = json_line(&ok(&gyr(
