@@ -1,7 +1,8 @@
 /* gyr sim calibrate's measuring program: ping-pong and streaming between ranks 0 and 1, with
  * warm-up, timed with MPI_Wtime (not traced, so that no monitoring cost enters the model).
  * gyr compiles it with mpicc and runs it with mpirun; rank 0 prints one line per measurement:
- *   connect NS  (the first round trip's time over the second's: a lazy connection's cost)
+ *   connect NS  (the first round trip's time over the second's: a lazy connection's cost;
+ *                alone when run as `calibrate passive`)
  *   connect_crossing NS  (run as `calibrate crossing`, alone: the same when both ranks send
  *                         first, as in an exchange)
  *   pingpong BYTES HALF_ROUND_TRIP_NS SEND_CALL_NS
@@ -32,19 +33,30 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
-    if (argc > 1 && strcmp(argv[1], "crossing") == 0) {
-        /* Both ranks send to each other at once, twice: the first exchange makes the
-         * connection while each side, connecting too, answers the other. */
+    int crossing = argc > 1 && strcmp(argv[1], "crossing") == 0;
+    if (crossing || (argc > 1 && strcmp(argv[1], "passive") == 0)) {
+        /* A connection alone, twice the first exchange's time over the second's: crossing,
+         * both ranks send to each other at once (each side, connecting too, answers the
+         * other); passive, rank 1 waits for rank 0's message before it replies. */
         char out = 0, in;
         double t[2];
         for (int i = 0; i < 2; i++) {
             double t0 = MPI_Wtime();
-            if (rank < 2)
+            if (crossing && rank < 2) {
                 MPI_Sendrecv(&out, 1, MPI_BYTE, 1 - rank, 5, &in, 1, MPI_BYTE, 1 - rank, 5,
                              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 0) {
+                MPI_Send(&out, 1, MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+                MPI_Recv(&in, 1, MPI_BYTE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(&in, 1, MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&out, 1, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+            }
             t[i] = MPI_Wtime() - t0;
         }
-        if (rank == 0) printf("connect_crossing %.1f\n", t[0] > t[1] ? (t[0] - t[1]) * 1e9 : 0.0);
+        if (rank == 0)
+            printf("%s %.1f\n", crossing ? "connect_crossing" : "connect",
+                   t[0] > t[1] ? (t[0] - t[1]) * 1e9 : 0.0);
         MPI_Finalize();
         return 0;
     }

@@ -86,8 +86,8 @@ pub struct Measure<'a> {
     pub mpicc: &'a str,
 }
 
-/// Compiles and runs the measuring program on two ranks (and again for the crossing
-/// connection), then fits the model; also returns the
+/// Compiles and runs the measuring program on two ranks (and in short jobs for the
+/// connections), then fits the model; also returns the
 /// measurements and whether `ompi_info` gave the eager limit.
 pub fn measure(m: &Measure<'_>) -> Result<(LogGops, Measurements, bool), String> {
     if m.max_bytes < 64 || m.reps == 0 {
@@ -117,23 +117,26 @@ pub fn measure(m: &Measure<'_>) -> Result<(LogGops, Measurements, bool), String>
             m.mpirun, output.status
         ));
     }
-    // A pair of ranks connects once per job: the crossing connection needs a job of its own.
-    let crossing = mpirun(m.mpirun)
-        .args(["-np", "2"])
-        .args(btl_args(m.btl))
-        .arg(&binary)
-        .arg("crossing")
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", m.mpirun))?;
-    if !crossing.status.success() {
-        return Err(format!(
-            "the measuring program failed under {} ({})",
-            m.mpirun, crossing.status
-        ));
-    }
+    // A pair of ranks connects once per job: its connections are measured in jobs of their
+    // own as well (three of each in all), passive and crossing.
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&crossing.stdout));
+    for mode in ["crossing", "passive", "crossing", "passive", "crossing"] {
+        let job = mpirun(m.mpirun)
+            .args(["-np", "2"])
+            .args(btl_args(m.btl))
+            .arg(&binary)
+            .arg(mode)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", m.mpirun))?;
+        if !job.status.success() {
+            return Err(format!(
+                "the measuring program failed under {} ({})",
+                m.mpirun, job.status
+            ));
+        }
+        text.push_str(&String::from_utf8_lossy(&job.stdout));
+    }
     let measurements = calibrate::parse(&text)?;
     let eager = Command::new("ompi_info")
         .args(["--parsable", "--level", "9", "--param", "btl", m.btl])
