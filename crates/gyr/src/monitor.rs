@@ -11,6 +11,15 @@
 //! bound on delivery delay). A producer wakes it early when its ring passes half full, or when
 //! it is blocked on a full one.
 //!
+//! While fewer of its threads record than there are cores, so that the monitor has a core of
+//! its own, a monitor parks for less than the poll interval: about as long as they take to
+//! write [`DRAIN_TARGET`] bytes (never less than [`MIN_PARK`]). A pass then copies a little at
+//! a time instead of megabytes at once every poll interval, which disturbs the recording
+//! threads less: with a 4 MiB ring and one thread recording a lock and an unlock every 50 ns,
+//! the pair cost 3-5 ns less (x86-64 virtual machine, two cores). When the recording threads
+//! fill the cores, each wake-up would take a core from one of them, so the monitor parks as
+//! before; an idle program's monitor still wakes once per poll interval.
+//!
 //! # Scaling
 //!
 //! Each monitor measures its lag (the age of the oldest event it drained). When the lag stays
@@ -31,6 +40,23 @@ use std::time::{Duration, Instant};
 /// The piece of a drained run copied and converted at a time: small enough to stay in the
 /// monitor core's L2 cache between the copy and the conversion.
 const CONVERT_PIECE: usize = 64 << 10;
+
+/// What a pass should find, about, while threads record fast (see the module doc).
+const DRAIN_TARGET: usize = 192 << 10;
+
+/// The shortest park between passes.
+const MIN_PARK: Duration = Duration::from_micros(50);
+
+/// How long to park after a pass that found `bytes` written in `since` (the time since the
+/// pass before it ended): as long as [`DRAIN_TARGET`] takes at that rate, between [`MIN_PARK`]
+/// and `poll`.
+fn park_for(bytes: usize, since: Duration, poll: Duration) -> Duration {
+    if bytes == 0 {
+        return poll;
+    }
+    let per_target = since.mul_f64(DRAIN_TARGET as f64 / bytes as f64);
+    per_target.clamp(MIN_PARK.min(poll), poll)
+}
 
 /// The size from which a pass hands its batch to the sinks before draining on.
 const DELIVER_BYTES: usize = 256 << 10;
@@ -145,6 +171,8 @@ struct Monitor {
 
 struct Pass {
     bytes: usize,
+    /// Rings that held records.
+    recording: usize,
     busy: bool,
     lag_ns: u64,
     blocked: bool,
@@ -174,6 +202,8 @@ impl Monitor {
     }
 
     fn run(mut self) {
+        let mut last_pass = Instant::now();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         loop {
             let stopping = self.shared.stopping.load(Ordering::SeqCst);
             let flush_target = self.shared.flush_requested.load(Ordering::SeqCst);
@@ -218,8 +248,17 @@ impl Monitor {
             }
             self.scale(&pass);
             if !pass.busy {
-                std::thread::park_timeout(self.shared.config.poll_interval);
+                let now = Instant::now();
+                let poll = self.shared.config.poll_interval;
+                let park = if pass.recording < cores {
+                    park_for(pass.bytes, now - last_pass, poll)
+                } else {
+                    poll
+                };
+                last_pass = now;
+                std::thread::park_timeout(park);
             } else {
+                last_pass = Instant::now();
                 std::thread::yield_now();
             }
         }
@@ -260,6 +299,7 @@ impl Monitor {
         );
         let mut pass = Pass {
             bytes: 0,
+            recording: 0,
             busy: false,
             lag_ns: 0,
             blocked: false,
@@ -317,6 +357,7 @@ impl Monitor {
             pass.bytes += n;
             if n > 0 {
                 drained_capacity += cap;
+                pass.recording += 1;
             }
             debug_assert_eq!(
                 walk.at,
@@ -459,5 +500,29 @@ impl Monitor {
         {
             e.monitor.store(new, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_monitor_parks_as_long_as_its_threads_take_to_fill_the_drain_target() {
+        let poll = Duration::from_millis(1);
+        // Nothing found: the poll interval.
+        assert_eq!(park_for(0, Duration::from_millis(1), poll), poll);
+        // The target in 1 ms found twice over: park half as long as the last wait.
+        assert_eq!(
+            park_for(2 * DRAIN_TARGET, Duration::from_micros(800), poll),
+            Duration::from_micros(400)
+        );
+        // Slowly filling rings: never longer than the poll interval.
+        assert_eq!(park_for(100, Duration::from_millis(1), poll), poll);
+        // Very fast ones: never shorter than the floor.
+        assert_eq!(park_for(64 << 20, Duration::from_millis(1), poll), MIN_PARK);
+        // A poll interval below the floor is kept.
+        let short = Duration::from_micros(10);
+        assert_eq!(park_for(64 << 20, Duration::from_millis(1), short), short);
     }
 }

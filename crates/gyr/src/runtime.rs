@@ -373,7 +373,8 @@ impl Builder {
         self
     }
 
-    /// How long an idle monitor sleeps between looks at its rings.
+    /// How long an idle monitor sleeps between looks at its rings (the bound on delivery delay;
+    /// one with a core to spare sleeps less while its threads record fast).
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.config.poll_interval = d;
         self
