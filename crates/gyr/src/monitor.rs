@@ -11,14 +11,16 @@
 //! bound on delivery delay). A producer wakes it early when its ring passes half full, or when
 //! it is blocked on a full one.
 //!
-//! While fewer of its threads record than there are cores, so that the monitor has a core of
-//! its own, a monitor parks for less than the poll interval: about as long as they take to
+//! While the monitor has a core of its own (fewer of its threads record than the process may
+//! use cores, and the machine's runnable threads, itself aside, leave a core idle: see
+//! [`Spare`]), a monitor parks for less than the poll interval: about as long as they take to
 //! write [`DRAIN_TARGET`] bytes (never less than [`MIN_PARK`]). A pass then copies a little at
 //! a time instead of megabytes at once every poll interval, which disturbs the recording
 //! threads less: with a 4 MiB ring and one thread recording a lock and an unlock every 50 ns,
-//! the pair cost 3-5 ns less (x86-64 virtual machine, two cores). When the recording threads
-//! fill the cores, each wake-up would take a core from one of them, so the monitor parks as
-//! before; an idle program's monitor still wakes once per poll interval.
+//! the pair cost 3-5 ns less (x86-64 virtual machine, two cores). When busy threads fill the
+//! cores (this program's, or other processes' such as the other ranks of an MPI job on the
+//! node), each wake-up would take a core from one of them, so the monitor parks as before; an
+//! idle program's monitor still wakes once per poll interval.
 //!
 //! # Scaling
 //!
@@ -56,6 +58,51 @@ fn park_for(bytes: usize, since: Duration, poll: Duration) -> Duration {
     }
     let per_target = since.mul_f64(DRAIN_TARGET as f64 / bytes as f64);
     per_target.clamp(MIN_PARK.min(poll), poll)
+}
+
+/// Whether the machine has a core to spare for the monitor: the count of runnable threads in
+/// `/proc/loadavg` (the calling thread included) against the online cores, looked at most once
+/// per [`Spare::EVERY`]. Without `/proc`, never.
+struct Spare {
+    cores: usize,
+    checked: Option<Instant>,
+    spare: bool,
+}
+
+impl Spare {
+    const EVERY: Duration = Duration::from_millis(50);
+
+    fn new() -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        Spare {
+            cores: usize::try_from(online).unwrap_or(1).max(1),
+            checked: None,
+            spare: false,
+        }
+    }
+
+    fn now(&mut self, now: Instant) -> bool {
+        if self.checked.is_none_or(|t| now - t >= Self::EVERY) {
+            self.checked = Some(now);
+            self.spare = std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|l| runnable(&l))
+                .is_some_and(|running| running.saturating_sub(1) < self.cores);
+        }
+        self.spare
+    }
+}
+
+/// The runnable threads of a `/proc/loadavg` line (`0.87 1.33 1.49 2/77 13895`: 2).
+fn runnable(loadavg: &str) -> Option<usize> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The size from which a pass hands its batch to the sinks before draining on.
@@ -204,6 +251,7 @@ impl Monitor {
     fn run(mut self) {
         let mut last_pass = Instant::now();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut spare = Spare::new();
         loop {
             let stopping = self.shared.stopping.load(Ordering::SeqCst);
             let flush_target = self.shared.flush_requested.load(Ordering::SeqCst);
@@ -250,7 +298,7 @@ impl Monitor {
             if !pass.busy {
                 let now = Instant::now();
                 let poll = self.shared.config.poll_interval;
-                let park = if pass.recording < cores {
+                let park = if pass.bytes > 0 && pass.recording < cores && spare.now(now) {
                     park_for(pass.bytes, now - last_pass, poll)
                 } else {
                     poll
@@ -524,5 +572,17 @@ mod tests {
         // A poll interval below the floor is kept.
         let short = Duration::from_micros(10);
         assert_eq!(park_for(64 << 20, Duration::from_millis(1), short), short);
+    }
+
+    #[test]
+    fn the_runnable_threads_come_from_loadavgs_fourth_field() {
+        assert_eq!(runnable("0.87 1.33 1.49 2/77 13895\n"), Some(2));
+        assert_eq!(runnable("0.00 0.00 0.00 13/1024 1"), Some(13));
+        assert_eq!(runnable("0.87 1.33 1.49"), None);
+        assert_eq!(runnable("a b c x/77 1"), None);
+        // This machine's own, where there is one.
+        if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+            assert!(runnable(&l).is_some_and(|n| n >= 1), "{l}");
+        }
     }
 }
