@@ -283,6 +283,19 @@ pub(crate) fn preload_lib(var: &str, file: &str) -> Option<std::path::PathBuf> {
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
+/// The events a trace's end block says were lost (dropped on full rings).
+pub(crate) fn trace_lost(path: &std::path::Path) -> anyhow::Result<u64> {
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut reader = gyr_core::TraceReader::new(std::io::BufReader::new(file))?;
+    let mut lost = None;
+    reader.for_each_item(|item| {
+        if let gyr_core::trace::Item::End(e) = item {
+            lost = Some(e.lost);
+        }
+    });
+    lost.ok_or_else(|| anyhow::anyhow!("{}: no end block", path.display()))
+}
+
 /// `lockloop`'s CPU ns per lock/unlock pair, best of `runs`, with `preload` or without.
 fn lockloop(
     bin: &std::path::Path,

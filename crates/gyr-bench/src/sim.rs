@@ -10,7 +10,9 @@
 //!   `gyr.mpi.end`), emitted here as the interposer emits them. Where the runs disagree so
 //!   much that the library seems to cost nothing or less (two ranks spinning on a machine
 //!   busy with other work), the ratio is left out and the JSON says why, rather than a target
-//!   met by noise;
+//!   met by noise; `interposer_events_lost`, the most events a run with the library dropped
+//!   on full rings (from the ranks' traces): a run that drops is cheaper than one that records
+//!   every call, so the target counts as met only with none lost;
 //! - prediction errors: each example of examples/mpi traced on shared memory, predicted on a
 //!   model calibrated here, and compared with the example run again on the same network
 //!   (`same_network`) and on loopback TCP (`across_networks`): whole-run error per example,
@@ -21,7 +23,7 @@
 //! figure takes about a minute, the validation many, and a quiet minute is easier to find.
 
 use crate::figures::{median, r3};
-use crate::ordering::{best, discarding_runtime, preload_lib, sensor_ns};
+use crate::ordering::{best, discarding_runtime, preload_lib, sensor_ns, trace_lost};
 use gyr::Sensor;
 use gyr_sim::{Channel, LogGops, Network, RankProgram, mpi};
 use serde_json::json;
@@ -267,9 +269,20 @@ fn errors(quick: bool, np: u32) -> anyhow::Result<(Vec<ExampleError>, LogGops, L
     Ok((out, shm, tcp))
 }
 
+/// Events the ranks' traces in `dir` (`pp.0.gyr`, `pp.1.gyr`) say were lost: a run that
+/// dropped events ran cheaper than one that recorded them all, so its time is not the
+/// interposer's cost.
+fn lost_in(dir: &Path) -> anyhow::Result<u64> {
+    (0..2).try_fold(0, |sum, rank| {
+        Ok(sum + trace_lost(&dir.join(format!("pp.{rank}.gyr")))?)
+    })
+}
+
 /// The interposer: ns per call with and without the library (round trip / 4), each the best
-/// and the median of the runs: `((best with, best without), (median with, median without))`.
-fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64))> {
+/// and the median of the runs: `((best with, best without), (median with, median without))`,
+/// and the most events a run with the library lost.
+#[allow(clippy::type_complexity)]
+fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64), u64)> {
     let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so")
         .ok_or_else(|| anyhow::anyhow!("libgyr_mpi.so not found"))?;
     let dir = tempfile::tempdir()?;
@@ -298,13 +311,14 @@ fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64))> {
         let v: serde_json::Value = serde_json::from_str(line.trim())?;
         Ok(v["ns_per_round_trip"].as_f64().unwrap_or(f64::NAN) / 4.0)
     };
-    let (mut with, mut without) = (Vec::new(), Vec::new());
+    let (mut with, mut without, mut lost) = (Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
         without.push(once(false)?);
         with.push(once(true)?);
+        lost = lost.max(lost_in(dir.path())?);
     }
     let bests = (best(&with), best(&without));
-    Ok((bests, (median(&mut with), median(&mut without))))
+    Ok((bests, (median(&mut with), median(&mut without)), lost))
 }
 
 pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> {
@@ -325,7 +339,7 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
     }
     if want(Part::Interposer) {
         match interposer(quick) {
-            Ok(((with, without), (with_median, without_median))) => {
+            Ok(((with, without), (with_median, without_median), lost)) => {
                 let n = if quick { 1_000_000 } else { 5_000_000 };
                 let sensor = sensor_ns(n, 3)?;
                 let per_call = call_sensor_ns(n, 5)?;
@@ -344,6 +358,12 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
                 v["sensor_ns_per_event"] = json!(r3(sensor));
                 v["sensor_ns_per_call"] = json!(r3(per_call));
                 v["events_per_call"] = json!(3);
+                v["interposer_events_lost"] = json!(lost);
+                if lost > 0 {
+                    println!(
+                        "  interposer: a run lost {lost} events (full rings): its time is not the cost of recording every call, so the target is not met"
+                    );
+                }
                 if added > 0.0 {
                     println!(
                         "  interposer: ratio {ratio:.2} to the sensor's own cost (target <= 2)"
@@ -403,7 +423,8 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
         "sim_events_per_s>=5M": rate.map(|r| r >= 5e6),
         "error_median_pct<=5": target("error_median_pct", |x| x <= 5.0),
         "error_worst_pct<=10": target("error_worst_pct", |x| x <= 10.0),
-        "interposer<=2x_sensor": target("ratio_interposer_vs_sensor", |x| x <= 2.0),
+        "interposer<=2x_sensor": target("ratio_interposer_vs_sensor", |x| x <= 2.0)
+            .map(|met| met && v["interposer_events_lost"].as_u64() == Some(0)),
     });
     if json_out {
         println!("{v}");
