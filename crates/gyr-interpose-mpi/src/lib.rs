@@ -192,7 +192,7 @@ fn start() {
             }
             gate::ACTIVE.store(true, Ordering::SeqCst);
         }
-        Err(e) => eprintln!("gyr: MPI rank {rank} runs unmonitored: {e}"),
+        Err(e) => gyr::diag!("gyr: MPI rank {rank} runs unmonitored: {e}"),
     }
 }
 
@@ -203,7 +203,7 @@ extern "C" fn at_exit() {
     gate::quiet(|| {
         let n = track::REQUEST_OVERFLOWS.load(Ordering::Relaxed);
         if n > 0 {
-            eprintln!(
+            gyr::diag!(
                 "gyr: {n} MPI requests found no room in gyr-interpose-mpi's table of {} pending \
                  requests: their completions (and receives) were not recorded",
                 track::MAX_REQUESTS
@@ -211,7 +211,7 @@ extern "C" fn at_exit() {
         }
         let n = track::COMM_OVERFLOWS.load(Ordering::Relaxed);
         if n > 0 {
-            eprintln!(
+            gyr::diag!(
                 "gyr: {n} times an MPI communicator found no room in gyr-interpose-mpi's table \
                  of {}: it was looked up again at each use, under an id its creation did not give",
                 track::MAX_COMMS

@@ -109,7 +109,7 @@ fn start() {
             // The main thread's buffer now, not later inside the program's `malloc`.
             gyr::thread::current_id();
         }
-        Err(e) => eprintln!("gyr: this program runs unmonitored: {e}"),
+        Err(e) => gyr::diag!("gyr: this program runs unmonitored: {e}"),
     }
 }
 
@@ -123,7 +123,7 @@ extern "C" fn at_exit() {
     gate::quiet(|| {
         let n = table::OBJECTS.overflows();
         if n > 0 {
-            eprintln!(
+            gyr::diag!(
                 "gyr: {n} times a pthread object found no room in gyr-interpose's table of {} \
                  objects: those events carry no order",
                 table::OBJECT_SLOTS
@@ -131,7 +131,7 @@ extern "C" fn at_exit() {
         }
         let n = table::THREADS.overflows();
         if n > 0 {
-            eprintln!(
+            gyr::diag!(
                 "gyr: {n} threads found no room in gyr-interpose's table of {} joinable \
                  threads (never joined nor detached?): their joins were not recorded",
                 table::THREAD_SLOTS

@@ -127,7 +127,7 @@ fn start_reaper() {
         .name("gyr-reaper".into())
         .spawn(reap);
     if let Err(e) = spawned {
-        eprintln!(
+        gyr::diag!(
             "gyr: cannot start the thread that ends the process after main's pthread_exit ({e}): \
              the process will not end by itself"
         );

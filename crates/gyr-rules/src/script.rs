@@ -344,7 +344,12 @@ fn engine(ctx: Rc<Ctx>) -> Engine {
         DEFAULT_MAX_MEMORY,
     );
     e.on_print(ctx.print);
-    e.on_debug(|s, _, pos| eprintln!("debug {pos}: {s}"));
+    // One write per line, and none of `eprintln!`'s panic when standard error is full: rules run
+    // inside the monitored program.
+    e.on_debug(|s, _, pos| {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(format!("debug {pos}: {s}\n").as_bytes());
+    });
 
     let c = ctx.clone();
     e.register_fn("get", move |path: &str| -> Res<Dynamic> {

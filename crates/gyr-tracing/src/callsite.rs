@@ -214,7 +214,7 @@ impl Callsite {
     #[cold]
     fn report(&self, why: &str) {
         if !self.reported.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            gyr::diag!(
                 "gyr-tracing: events of `{}` ({}) are not recorded: {why}",
                 self.name,
                 self.meta.name()
@@ -315,7 +315,7 @@ impl Table {
         if self.len.load(Ordering::Relaxed) >= self.max {
             self.overflow.fetch_add(1, Ordering::Relaxed);
             if !self.full_reported.swap(true, Ordering::Relaxed) {
-                eprintln!(
+                gyr::diag!(
                     "gyr-tracing: events of `{}` and further call sites are not recorded: the \
                      layer's limit of {} call sites is reached; raise it with \
                      `GyrLayer::with_limits`",

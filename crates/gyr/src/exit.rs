@@ -42,7 +42,7 @@ pub(crate) fn install(signals: bool, hooks: Hooks) {
         // SAFETY: `at_exit` is an `extern "C" fn()` with no arguments, as atexit requires; it
         // never unwinds (every panic inside is caught) and stays valid for the whole process.
         if unsafe { libc::atexit(at_exit) } != 0 {
-            eprintln!(
+            crate::diag!(
                 "gyr: cannot register the exit hook: call gyr::shutdown() before std::process::exit"
             );
         }
@@ -126,7 +126,7 @@ fn install_signals() {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        eprintln!(
+        crate::diag!(
             "gyr: cannot watch for signals ({}): a signal may lose the last events",
             std::io::Error::last_os_error()
         );
@@ -150,7 +150,9 @@ fn install_signals() {
         .name("gyr-signals".into())
         .spawn(move || follow_signals(read_end, &taken));
     if let Err(e) = spawned {
-        eprintln!("gyr: cannot start the signal thread ({e}): a signal may lose the last events");
+        crate::diag!(
+            "gyr: cannot start the signal thread ({e}): a signal may lose the last events"
+        );
     }
 }
 

@@ -37,6 +37,7 @@ mod batch;
 mod clock;
 mod config;
 pub mod control;
+mod diag;
 mod dynamic;
 mod exit;
 pub mod extended;
@@ -93,6 +94,7 @@ pub use gyr_macros::instrument;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::diag::diag;
     pub use crate::registry::{STATE_OFF, SensorType};
     pub use crate::sensor::emit_in_state;
     pub use gyr_core::{Field, FieldType};

@@ -262,7 +262,7 @@ impl Monitor {
                     // A bug in gyr must not block the program: from now on, full rings drop
                     // (and count) instead of waiting for a monitor that may never drain them.
                     if !self.shared.failed.swap(true, Ordering::SeqCst) {
-                        eprintln!(
+                        crate::diag!(
                             "gyr: local monitor {} failed; full rings now drop and count events instead of blocking",
                             self.index
                         );

@@ -523,7 +523,7 @@ impl ThreadBuffer {
         static ONCE: std::sync::Once = std::sync::Once::new();
         let cap = self.entry.ring.capacity();
         ONCE.call_once(|| {
-            eprintln!(
+            crate::diag!(
                 "gyr: an event of {len} bytes does not fit this thread's {cap}-byte ring (at most a quarter of it); \
                  it is counted as lost. Raise the ring capacity (GYR_RING_CAPACITY) to record such events"
             )

@@ -542,7 +542,7 @@ impl Builder {
                     Ok(h) => Some(h),
                     // gyr's failure never stops the program: it runs on, monitored, unsteered.
                     Err(e) => {
-                        eprintln!(
+                        crate::diag!(
                             "gyr: the steering server is off, the program runs on without it: {e}"
                         );
                         None
@@ -570,7 +570,9 @@ impl Builder {
             // Checked above; a version written since that does not load is said, and the
             // program runs on without those rules until the file is fixed.
             if let Err(e) = crate::steer::repository::load_rules(path) {
-                eprintln!("gyr: the rules file was refused, the program runs on without it: {e}");
+                crate::diag!(
+                    "gyr: the rules file was refused, the program runs on without it: {e}"
+                );
             }
         }
         crate::exit::install(

@@ -216,7 +216,7 @@ pub(crate) fn run_due(now_ns: u64, out: &mut Vec<u8>, seq: &mut u64) {
             }
             Err(_) => {
                 s.removed.store(true, Ordering::Relaxed);
-                eprintln!(
+                crate::diag!(
                     "gyr: sampling sensor `{}` panicked; it is no longer read",
                     s.name
                 );

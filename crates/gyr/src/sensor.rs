@@ -321,7 +321,7 @@ pub(crate) fn register_or_report(
             // Turn this sensor off for good so the message appears once, and go on: a bad
             // sensor definition must not stop the application.
             ty.state.store(STATE_OFF, Ordering::Relaxed);
-            eprintln!("gyr: sensor `{name}` is disabled: {e}");
+            crate::diag!("gyr: sensor `{name}` is disabled: {e}");
             false
         }
     }

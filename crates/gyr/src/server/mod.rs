@@ -119,7 +119,7 @@ pub(crate) fn start_publishing(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    eprintln!("gyr: publishing to the hub cannot start: {e}");
+                    crate::diag!("gyr: publishing to the hub cannot start: {e}");
                     return;
                 }
             };
@@ -159,7 +159,7 @@ pub(crate) fn start(
     // A token that could be guessed opens nothing: the program runs on, over its socket.
     let listen = match (cfg.tcp, check_tokens(cfg)) {
         (Some(addr), Err(e)) => {
-            eprintln!("gyr: not listening on TCP {addr}: {e}");
+            crate::diag!("gyr: not listening on TCP {addr}: {e}");
             None
         }
         (addr, _) => addr,
@@ -246,7 +246,7 @@ pub(crate) fn start(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    eprintln!("gyr: the steering server cannot start: {e}");
+                    crate::diag!("gyr: the steering server cannot start: {e}");
                     return;
                 }
             };
@@ -268,7 +268,7 @@ pub(crate) fn start(
                 let unix = match tokio::net::UnixListener::from_std(unix) {
                     Ok(l) => l,
                     Err(e) => {
-                        eprintln!("gyr: the steering server cannot listen: {e}");
+                        crate::diag!("gyr: the steering server cannot listen: {e}");
                         return;
                     }
                 };
@@ -334,7 +334,7 @@ fn router(
     let reflection = match gyr_proto::standard::reflection(svc.access.watch_gate()) {
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!("gyr: the steering server serves no reflection: {e}");
+            crate::diag!("gyr: the steering server serves no reflection: {e}");
             None
         }
     };
@@ -349,7 +349,7 @@ fn router(
 
 fn report(r: Result<(), tonic::transport::Error>) {
     if let Err(e) = r {
-        eprintln!("gyr: the steering server stopped: {e}");
+        crate::diag!("gyr: the steering server stopped: {e}");
     }
 }
 

@@ -59,7 +59,7 @@ pub(crate) async fn run(
             Ok(()) => complained = false,
             Err(e) => {
                 if !complained {
-                    eprintln!(
+                    crate::diag!(
                         "gyr: cannot publish to the hub at {}: {e}; retrying every {}s (the program runs on regardless)",
                         p.hub,
                         RETRY.as_secs()

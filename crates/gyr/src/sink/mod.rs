@@ -111,7 +111,7 @@ impl SinkSet {
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.sink.unsaved()))
                         .unwrap_or(0);
                 stats.sink_lost.fetch_add(unsaved, Ordering::Relaxed);
-                eprintln!(
+                crate::diag!(
                     "gyr: sink `{}` failed: {e}; it receives no more events",
                     slot.sink.name()
                 );
@@ -144,7 +144,7 @@ impl SinkSet {
     pub(crate) fn close(&mut self, end: &TraceEnd) {
         for slot in self.slots.iter_mut().filter(|s| !s.failed) {
             if let Err(e) = slot.sink.close(end) {
-                eprintln!("gyr: sink `{}` failed while closing: {e}", slot.sink.name());
+                crate::diag!("gyr: sink `{}` failed while closing: {e}", slot.sink.name());
             }
         }
     }

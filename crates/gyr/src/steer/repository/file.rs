@@ -361,7 +361,9 @@ impl Runner {
         let (set, load_error) = match RuleSet::load(&path) {
             Ok(set) => (set, None),
             Err(e) => {
-                eprintln!("gyr: the rules file was refused, no rules run until it is fixed: {e}");
+                crate::diag!(
+                    "gyr: the rules file was refused, no rules run until it is fixed: {e}"
+                );
                 match RuleSet::parse("", &path.display().to_string()) {
                     Ok(set) => (set, Some(e.to_string())),
                     Err(_) => return,
@@ -407,7 +409,7 @@ impl Runner {
             Err(_) => {
                 if !self.engine_failed {
                     self.engine_failed = true;
-                    eprintln!(
+                    crate::diag!(
                         "gyr: the rules engine failed on a `{}` event, which the rules skip (a bug of gyr's: please report it)",
                         view.schema.name
                     );
@@ -597,7 +599,7 @@ impl Loaded {
     fn reload(&mut self) {
         match RuleSet::load(&self.path) {
             Ok(set) => {
-                eprintln!(
+                crate::diag!(
                     "gyr: rules reloaded from {} ({} rules)",
                     self.path.display(),
                     set.len()
@@ -612,7 +614,7 @@ impl Loaded {
             Err(e) => {
                 let e = e.to_string();
                 if self.load_error.as_ref() != Some(&e) {
-                    eprintln!(
+                    crate::diag!(
                         "gyr: the rules file changed but was refused, the rules in force go on: {e}"
                     );
                 }

@@ -199,7 +199,7 @@ fn tap(type_id: u32, payload: &[u8]) {
         Ok(()) => r.thread.unpark(),
         Err(TrySendError::Full(_)) => {
             if MISSED.fetch_add(1, Ordering::Relaxed) == 0 {
-                eprintln!(
+                crate::diag!(
                     "gyr: the steering thread is behind: rules miss events of the types they watch (the events are still recorded; counted by gyr::steer::repository::missed)"
                 );
             }
