@@ -278,11 +278,20 @@ fn lost_in(dir: &Path) -> anyhow::Result<u64> {
     })
 }
 
-/// The interposer: ns per call with and without the library (round trip / 4), each the best
-/// and the median of the runs: `((best with, best without), (median with, median without))`,
-/// and the most events a run with the library lost.
-#[allow(clippy::type_complexity)]
-fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64), u64)> {
+/// The interposer's figures, ns per call (a round trip / 4).
+struct Interposer {
+    /// With the library and each rank's trace file, and without the library: best of the runs.
+    bests: (f64, f64),
+    /// The same, medians.
+    medians: (f64, f64),
+    /// With the library and no trace file (its monitors drain the rings into no sink): best.
+    no_trace: f64,
+    /// The most events a run with the library lost.
+    lost: u64,
+}
+
+/// The interposer's figures (see [`Interposer`]) from alternating runs.
+fn interposer(quick: bool) -> anyhow::Result<Interposer> {
     let lib = preload_lib("GYR_MPI_LIB", "libgyr_mpi.so")
         .ok_or_else(|| anyhow::anyhow!("libgyr_mpi.so not found"))?;
     let dir = tempfile::tempdir()?;
@@ -291,13 +300,17 @@ fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64), u64)> {
         mpi::compile("mpicc", &src, dir.path(), "pingpong0").map_err(|e| anyhow::anyhow!("{e}"))?;
     let n = if quick { 20_000 } else { 200_000 };
     let runs = if quick { 3 } else { 7 };
-    let once = |preload: bool| -> anyhow::Result<f64> {
+    // `trace`: write each rank's trace file (with the library only).
+    let once = |preload: bool, trace: bool| -> anyhow::Result<f64> {
         let mut cmd = mpi::mpirun("mpirun");
         cmd.args(["-np", "2"]).args(mpi::btl_args("vader"));
+        cmd.env_remove("GYR_TRACE");
         if preload {
-            cmd.args(["-x", "LD_PRELOAD", "-x", "GYR_TRACE"])
-                .env("LD_PRELOAD", &lib)
-                .env("GYR_TRACE", dir.path().join("pp.%r.gyr"));
+            cmd.args(["-x", "LD_PRELOAD"]).env("LD_PRELOAD", &lib);
+            if trace {
+                cmd.args(["-x", "GYR_TRACE"])
+                    .env("GYR_TRACE", dir.path().join("pp.%r.gyr"));
+            }
         } else {
             cmd.env_remove("LD_PRELOAD");
         }
@@ -311,14 +324,19 @@ fn interposer(quick: bool) -> anyhow::Result<((f64, f64), (f64, f64), u64)> {
         let v: serde_json::Value = serde_json::from_str(line.trim())?;
         Ok(v["ns_per_round_trip"].as_f64().unwrap_or(f64::NAN) / 4.0)
     };
-    let (mut with, mut without, mut lost) = (Vec::new(), Vec::new(), 0);
+    let (mut with, mut without, mut no_trace, mut lost) = (Vec::new(), Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
-        without.push(once(false)?);
-        with.push(once(true)?);
+        without.push(once(false, false)?);
+        with.push(once(true, true)?);
         lost = lost.max(lost_in(dir.path())?);
+        no_trace.push(once(true, false)?);
     }
-    let bests = (best(&with), best(&without));
-    Ok((bests, (median(&mut with), median(&mut without)), lost))
+    Ok(Interposer {
+        bests: (best(&with), best(&without)),
+        medians: (median(&mut with), median(&mut without)),
+        no_trace: best(&no_trace),
+        lost,
+    })
 }
 
 pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<()> {
@@ -339,7 +357,12 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
     }
     if want(Part::Interposer) {
         match interposer(quick) {
-            Ok(((with, without), (with_median, without_median), lost)) => {
+            Ok(Interposer {
+                bests: (with, without),
+                medians: (with_median, without_median),
+                no_trace,
+                lost,
+            }) => {
                 let n = if quick { 1_000_000 } else { 5_000_000 };
                 let sensor = sensor_ns(n, 3)?;
                 let per_call = call_sensor_ns(n, 5)?;
@@ -350,11 +373,22 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
                 println!(
                     "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without (best of the runs; medians {with_median:.0} and {without_median:.0}): {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns"
                 );
+                println!(
+                    "  interposer: {no_trace:.0} ns per call with the library and no trace file: {:.0} ns of the added cost is the trace file's",
+                    with - no_trace
+                );
                 v["interposer_ns_per_call"] = json!(r2(with));
                 v["uninstrumented_ns_per_call"] = json!(r2(without));
                 v["interposer_ns_per_call_median"] = json!(r2(with_median));
                 v["uninstrumented_ns_per_call_median"] = json!(r2(without_median));
                 v["interposer_ns_added_per_call"] = json!(r2(added));
+                // Where the added time goes: the part a trace file costs (the monitors' encoding
+                // and writing, which on a machine whose every core runs a rank is taken from
+                // the ranks) and the rest (the wrappers, the sensors, the monitors' drain).
+                v["interposer_ns_added_per_call_no_trace"] = json!(r2(no_trace - without));
+                if no_trace > without {
+                    v["ratio_no_trace_vs_sensor"] = json!(r3((no_trace - without) / per_call));
+                }
                 v["sensor_ns_per_event"] = json!(r3(sensor));
                 v["sensor_ns_per_call"] = json!(r3(per_call));
                 v["events_per_call"] = json!(3);
