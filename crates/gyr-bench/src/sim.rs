@@ -7,14 +7,16 @@
 //!   run (round trip / 4: four calls on its critical path; runs with and without alternate,
 //!   and the best of each counts, the least disturbed on a shared machine), and the sensor's
 //!   own cost for the same three events a call records (`gyr.mpi.begin`, its message,
-//!   `gyr.mpi.end`), emitted here as the interposer emits them, like for like: into a trace
-//!   file, counting the processor time of the monitor that writes it, as a rank pays it when
-//!   every core runs one (`ratio_interposer_vs_sensor`), and with no file against the
-//!   library's runs without one (`ratio_no_trace_vs_sensor`); the target counts as met when
-//!   both are within 2. Where the runs disagree so
-//!   much that the library seems to cost nothing or less (two ranks spinning on a machine
-//!   busy with other work), the ratio is left out and the JSON says why, rather than a target
-//!   met by noise; `interposer_events_lost`, the most events a run with the library dropped
+//!   `gyr.mpi.end`), emitted here as the interposer emits them, with a sink that discards
+//!   (`ratio_interposer_vs_sensor`, the target's: the interposer with its trace file against
+//!   it; `ratio_no_trace_vs_sensor`: the interposer's runs without a file). Beside them, what
+//!   the file costs the sensor: the same events into a trace file, as processor time with the
+//!   monitor's encoding and writing (`sensor_ns_per_call_traced`,
+//!   `ratio_interposer_vs_sensor_traced`; processor time against the interposer's wall-clock
+//!   time, so a guide to where the added cost goes, not the target's figure). Where the runs
+//!   disagree so much that the library seems to cost nothing or less (two ranks spinning on a
+//!   machine busy with other work), the ratio is left out and the JSON says why, rather than a
+//!   target met by noise; `interposer_events_lost`, the most events a run with the library dropped
 //!   on full rings (from the ranks' traces): a run that drops is cheaper than one that records
 //!   every call, so the target counts as met only with none lost;
 //! - prediction errors: each example of examples/mpi traced on shared memory, predicted on a
@@ -132,15 +134,21 @@ fn call_sensor_ns(n: u64, runs: usize) -> anyhow::Result<f64> {
     Ok(best(&per))
 }
 
+/// Calls per burst of [`call_sensor_traced_ns`]: about 400 KiB of a rank's 4 MiB ring, written
+/// in half a millisecond and drained in less than the millisecond's sleep that follows.
+const BURST: u64 = 4096;
+
 /// The sensor's own cost of what one `MPI_Send` records, as [`call_sensor_ns`], but into a
 /// trace file as a rank writes it (`RING_CAPACITY` in crates/gyr-interpose-mpi/src/lib.rs), and
 /// counted as the processor time the recording takes, the emitting thread's and the monitor's
-/// that encodes and writes the file, until the runtime has shut down with the file complete. A
-/// rank of a job that runs a rank on every core pays all of it: its monitor's work is taken
-/// from the ranks. Here the monitor has a core of its own, so time would not show it. The ring
-/// blocks when full, so that nothing is lost and all of it is counted (a thread waiting for
-/// room sleeps, which takes no processor time). ns per call, best of `runs` loops of `n`
-/// calls, and the most events a loop lost.
+/// that encodes and writes the file, until the runtime has shut down with the file complete.
+/// When every core runs a rank, a rank's monitor works on the ranks' cores, so this is at most
+/// what the file can take from them; here the monitor has a core of its own, so wall-clock
+/// time would not show it. The loop emits in bursts of [`BURST`] calls (a tenth of the ring)
+/// and sleeps between them, which takes no processor time, so that the monitor keeps up: the
+/// emitter alone outruns it, and a thread waiting for room in a full ring first spins and
+/// yields, which would count the wait as the sensor's cost. ns per call, best of `runs` loops of `n` calls, and the most events a
+/// loop lost (none unless the ring filled all the same: it blocks rather than drops).
 fn call_sensor_traced_ns(n: u64, runs: usize) -> anyhow::Result<(f64, u64)> {
     use nix::time::{ClockId, clock_gettime};
     let cpu_ns = || -> anyhow::Result<f64> {
@@ -167,6 +175,9 @@ fn call_sensor_traced_ns(n: u64, runs: usize) -> anyhow::Result<(f64, u64)> {
                 call: "MPI_Send",
                 ret: 0,
             });
+            if i % BURST == BURST - 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         rt.shutdown();
         per.push((cpu_ns()? - start) / n as f64);
@@ -415,10 +426,8 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
                 let per_call = call_sensor_ns(n, 5)?;
                 let (per_call_traced, sensor_lost) = call_sensor_traced_ns(n, 5)?;
                 let added = with - without;
-                // Like for like: a call records three events (its begin, its message, its end)
-                // into a trace file on a machine with no core to spare, and the sensor's cost
-                // counts the same; without the file, the sensor's counts none either.
-                let ratio = added / per_call_traced;
+                // A call records three events: its begin, its message, its end.
+                let ratio = added / per_call;
                 let r2 = |x: f64| (x * 100.0).round() / 100.0;
                 println!(
                     "  interposer: {with:.0} ns per call with libgyr_mpi.so, {without:.0} without (best of the runs; medians {with_median:.0} and {without_median:.0}): {added:.0} ns added; the sensor's own cost of a call's three events {per_call:.1} ns"
@@ -447,9 +456,7 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
                 v["sensor_ns_per_call_traced"] = json!(r3(per_call_traced));
                 v["sensor_events_lost"] = json!(sensor_lost);
                 if added > 0.0 {
-                    // The earlier headline: the interposer with its trace file against the
-                    // sensor without one.
-                    v["ratio_traced_vs_sensor_untraced"] = json!(r3(added / per_call));
+                    v["ratio_interposer_vs_sensor_traced"] = json!(r3(added / per_call_traced));
                 }
                 v["events_per_call"] = json!(3);
                 v["interposer_events_lost"] = json!(lost);
@@ -460,8 +467,8 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
                 }
                 if added > 0.0 {
                     println!(
-                        "  interposer: ratio {ratio:.2} to the sensor's own cost with its trace file (target <= 2); {:.2} to the sensor's with none",
-                        added / per_call
+                        "  interposer: ratio {ratio:.2} to the sensor's own cost (target <= 2); {:.2} to the sensor's processor time with a trace file",
+                        added / per_call_traced
                     );
                     v["ratio_interposer_vs_sensor"] = json!(r3(ratio));
                 } else {
@@ -519,10 +526,7 @@ pub(crate) fn run(json_out: bool, quick: bool, only: &[Part]) -> anyhow::Result<
         "error_median_pct<=5": target("error_median_pct", |x| x <= 5.0),
         "error_worst_pct<=10": target("error_worst_pct", |x| x <= 10.0),
         "interposer<=2x_sensor": target("ratio_interposer_vs_sensor", |x| x <= 2.0)
-            .map(|met| met
-                && target("ratio_no_trace_vs_sensor", |x| x <= 2.0) == Some(true)
-                && v["interposer_events_lost"].as_u64() == Some(0)
-                && v["sensor_events_lost"].as_u64() == Some(0)),
+            .map(|met| met && v["interposer_events_lost"].as_u64() == Some(0)),
     });
     if json_out {
         println!("{v}");
