@@ -176,6 +176,10 @@ struct Lp {
     queues: HashMap<(usize, Channel), Queues>,
     /// When its own interface can take the next message.
     tx_free: u64,
+    /// When its processor is done with the messages' work queued on it (a send's or a
+    /// receive's processor time, `o + (s-1)·O`): one processor does one at a time, so a
+    /// sendrecv pays for its send and its receive one after the other.
+    cpu_free: u64,
     open: HashMap<u32, u64>,
     calls: Vec<CallSpan>,
     calls_ns: u64,
@@ -270,6 +274,7 @@ impl Sim {
                 waiting: None,
                 queues: HashMap::default(),
                 tx_free: 0,
+                cpu_free: 0,
                 open: HashMap::default(),
                 calls: Vec::new(),
                 calls_ns: 0,
@@ -374,9 +379,9 @@ impl Sim {
                 bytes,
             } => {
                 let at = self.take_interface_in(src, dst, now, bytes);
-                let cpu = self.path(src, dst).cpu(bytes);
+                let done = self.receive_cpu(src, dst, at, bytes);
                 self.at(
-                    at + cpu,
+                    done,
                     Ev::Done {
                         lp: dst,
                         req: recv_req,
@@ -493,7 +498,7 @@ impl Sim {
         let (a, b) = (self.rank(src), self.rank(dst));
         let path = self.network.path(a, b);
         let (busy, cpu) = (path.interface(bytes), path.cpu(bytes));
-        let mut start = now.max(self.lps[src].tx_free);
+        let mut start = now.max(self.lps[src].tx_free).max(self.lps[src].cpu_free);
         let crosses = self.network.node(a) != self.network.node(b);
         if crosses {
             let node = self.network.node(a);
@@ -502,6 +507,7 @@ impl Sim {
             *free = start + busy;
         }
         self.lps[src].tx_free = start + busy;
+        self.lps[src].cpu_free = start + cpu;
         self.messages += 1;
         (start, start + cpu)
     }
@@ -543,7 +549,9 @@ impl Sim {
         };
         if rendezvous {
             // Only the request to send leaves now; the data waits for the clear to send.
+            let now = now.max(self.lps[lp].cpu_free);
             let t = now + o;
+            self.lps[lp].cpu_free = t;
             self.lps[lp].clock = t;
             self.lps[lp].reqs[req as usize] = PENDING;
             self.messages += 1;
@@ -621,9 +629,12 @@ impl Sim {
     /// A message and its receive met at `at`.
     fn matched(&mut self, src: usize, dst: usize, req: ReqId, at: u64, bytes: u64, kind: Kind) {
         let path = self.path(src, dst);
-        let (cpu, control) = (path.cpu(bytes), path.control());
+        let control = path.control();
         match kind {
-            Kind::Eager => self.at(at + cpu, Ev::Done { lp: dst, req }),
+            Kind::Eager => {
+                let done = self.receive_cpu(src, dst, at, bytes);
+                self.at(done, Ev::Done { lp: dst, req });
+            }
             Kind::RequestToSend(send_req) => self.at(
                 at + control,
                 Ev::ClearToSend {
@@ -635,6 +646,15 @@ impl Sim {
                 },
             ),
         }
+    }
+
+    /// When `dst`'s processor is done receiving `bytes` from `src` that are there at `at`: after
+    /// the work already queued on it.
+    fn receive_cpu(&mut self, src: usize, dst: usize, at: u64, bytes: u64) -> u64 {
+        let cpu = self.path(src, dst).cpu(bytes);
+        let done = at.max(self.lps[dst].cpu_free) + cpu;
+        self.lps[dst].cpu_free = done;
+        done
     }
 
     fn complete(&mut self, lp: usize, req: ReqId, now: u64) {
@@ -891,6 +911,37 @@ mod tests {
         );
         assert_eq!(p.ranks[0].names, vec!["MPI_Send".to_owned()]);
         assert_eq!(p.ranks[0].calls_ns, 6200);
+    }
+
+    #[test]
+    fn a_sendrecv_pays_its_send_and_its_receive_one_after_the_other() {
+        // L = 0, G = 0: a message's flight is the sender's o = 100. Rank 0 sends at 0 (busy to
+        // 100), its data in at 100. Rank 1 computes 50 first: its send keeps its processor
+        // busy 50..150, so the data that came at 100 is received 150..250, not 100..200. Rank
+        // 1's data, in at 150, finds rank 0's processor free since 100: done at 250.
+        let mut network = net();
+        network.intra.latency = 0.0;
+        network.intra.gap_per_byte = 0.0;
+        let mut a = RankProgram::new(0);
+        a.sendrecv(1, 10, 1, CH);
+        let mut b = RankProgram::new(1);
+        b.compute(50);
+        b.sendrecv(0, 10, 0, CH);
+        let p = simulate(vec![a, b], &network).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 250);
+        assert_eq!(p.ranks[1].end_ns, 250);
+        // Two sends in a row on one processor: the second's processor time follows the first's.
+        let mut a = RankProgram::new(0);
+        let r1 = a.isend(1, CH, 10);
+        let r2 = a.isend(1, CH, 10);
+        a.wait(&[r1, r2]);
+        let mut b = RankProgram::new(1);
+        b.recv(0, CH);
+        b.recv(0, CH);
+        let p = simulate(vec![a, b], &network).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 200);
+        // In at 100 and 200; received 100..200 and 200..300.
+        assert_eq!(p.ranks[1].end_ns, 300);
     }
 
     #[test]

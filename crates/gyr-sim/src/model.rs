@@ -18,7 +18,11 @@
 //!
 //! Sending `s` bytes at time `t` keeps the sender's processor busy until `t + o + (s-1)·O`, its
 //! interface until `t + g + (s-1)·G`, and the data arrives at `t + o + (s-1)·G + L`; the
-//! receiver pays `o + (s-1)·O` once the data is there and the receive posted.
+//! receiver pays `o + (s-1)·O` once the data is there, the receive posted and its processor
+//! free. One processor does one message's work at a time, so a rank's sends and receives queue
+//! for it: an `MPI_Sendrecv` pays its send's time, then its receive's. (On loopback TCP the
+//! kernel does part of that work on the other core, so the truth for a tight exchange sits
+//! between this and full overlap; for programs that compute between exchanges it is close.)
 //!
 //! A line fits a real transport badly where it switches buffers or protocols (loopback TCP's
 //! half round trip more than doubles from 16 to 32 KiB on a typical machine). So a calibrated
