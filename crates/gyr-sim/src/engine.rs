@@ -863,6 +863,18 @@ mod tests {
         })
     }
 
+    /// Rank 0 sends two messages of `bytes` at once; rank 1 receives them.
+    fn two_sends(bytes: u64) -> Vec<RankProgram> {
+        let mut a = RankProgram::new(0);
+        let r1 = a.isend(1, CH, bytes);
+        let r2 = a.isend(1, CH, bytes);
+        a.wait(&[r1, r2]);
+        let mut b = RankProgram::new(1);
+        b.recv(0, CH);
+        b.recv(0, CH);
+        vec![a, b]
+    }
+
     #[test]
     fn an_eager_ping_pong_by_hand() {
         // Rank 0 sends 101 bytes at 0: its processor is busy until o = 100; the data arrives at
@@ -931,14 +943,7 @@ mod tests {
         assert_eq!(p.ranks[0].end_ns, 250);
         assert_eq!(p.ranks[1].end_ns, 250);
         // Two sends in a row on one processor: the second's processor time follows the first's.
-        let mut a = RankProgram::new(0);
-        let r1 = a.isend(1, CH, 10);
-        let r2 = a.isend(1, CH, 10);
-        a.wait(&[r1, r2]);
-        let mut b = RankProgram::new(1);
-        b.recv(0, CH);
-        b.recv(0, CH);
-        let p = simulate(vec![a, b], &network).unwrap();
+        let p = simulate(two_sends(10), &network).unwrap();
         assert_eq!(p.ranks[0].end_ns, 200);
         // In at 100 and 200; received 100..200 and 200..300.
         assert_eq!(p.ranks[1].end_ns, 300);
@@ -960,14 +965,7 @@ mod tests {
     #[test]
     fn back_to_back_sends_queue_for_the_interface() {
         // g + (s-1)G = 50 + 100 = 150 per message: the second leaves at 150, not at 100.
-        let mut a = RankProgram::new(0);
-        let r1 = a.isend(1, CH, 101);
-        let r2 = a.isend(1, CH, 101);
-        a.wait(&[r1, r2]);
-        let mut b = RankProgram::new(1);
-        b.recv(0, CH);
-        b.recv(0, CH);
-        let p = simulate(vec![a, b], &net()).unwrap();
+        let p = simulate(two_sends(101), &net()).unwrap();
         // Second message: leaves at 150, arrives 150 + 1200 = 1350, received at 1450.
         assert_eq!(p.ranks[1].end_ns, 1450);
         assert_eq!(p.ranks[0].end_ns, 250);
