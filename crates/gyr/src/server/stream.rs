@@ -8,6 +8,10 @@
 //! A subscriber's first batch carries a clock anchor (the trace clock and the wall clock read
 //! at one instant), and a new one follows every [`ANCHOR_PERIOD`] and after a dropped batch,
 //! so a client can put wall-clock times on records however long it stays.
+//!
+//! The process's `gyr.msg.rank` record (who it is in its job, said once at start-up: an MPI
+//! rank's `MPI_Init`) is kept and comes first to every later subscriber, so that a hub attaching
+//! to a running rank still knows its job and rank.
 
 use crate::batch::Batch;
 use crate::sink::Sink;
@@ -50,6 +54,9 @@ struct Subscriber {
     threads: Option<HashSet<u64>>,
     pending_schemas: Vec<v1::Schema>,
     pending_threads: Vec<v1::ThreadInfo>,
+    /// Records it gets before the next batch's: the process's `gyr.msg.rank`, which went by
+    /// before it came.
+    pending_blocks: Vec<v1::RecordBlock>,
     lost: u64,
     /// The push to a hub: it stays subscribed while its connection is down, so what it could
     /// not send meanwhile is counted, and the count reaches the hub when it is back.
@@ -68,18 +75,28 @@ impl Subscriber {
     ) -> (Self, BatchReceiver) {
         let (tx, rx) = batch_queue(DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_SUBSCRIBER_QUEUE_BYTES);
         let types = (!types.is_empty()).then(|| types.into_iter().collect::<HashSet<_>>());
-        let type_ids = st
+        let type_ids: HashSet<u32> = st
             .schemas
             .iter()
             .filter(|s| types.as_ref().is_none_or(|t| t.contains(&s.name)))
             .map(|s| s.id)
+            .collect();
+        let threads = (!threads.is_empty()).then(|| threads.into_iter().collect::<HashSet<_>>());
+        let pending_blocks = st
+            .rank
+            .iter()
+            .filter(|(id, b)| {
+                type_ids.contains(id) && threads.as_ref().is_none_or(|t| t.contains(&b.thread))
+            })
+            .map(|(_, b)| b.clone())
             .collect();
         let sub = Subscriber {
             tx,
             anchored: None,
             decoded,
             type_ids,
-            threads: (!threads.is_empty()).then(|| threads.into_iter().collect()),
+            threads,
+            pending_blocks,
             pending_schemas: st.schemas.iter().map(wire_schema).collect(),
             pending_threads: st
                 .threads
@@ -105,6 +122,32 @@ struct State {
     schemas: Vec<Schema>,
     threads: Vec<ThreadInfo>,
     subscribers: Vec<Subscriber>,
+    /// The type id of `gyr.msg.rank`, from when its schema is known until its record is kept.
+    rank_type: Option<u32>,
+    /// The process's first `gyr.msg.rank` record, with its type id, for later subscribers.
+    rank: Option<(u32, v1::RecordBlock)>,
+}
+
+/// The first record of type `type_id` in `batch`, as a block of its own.
+fn first_of_type(batch: &Batch, type_id: u32) -> Option<v1::RecordBlock> {
+    batch.blocks().find_map(|(thread, records)| {
+        let r = Records::new(thread, records)
+            .flatten()
+            .find(|r| r.header.type_id == type_id)?;
+        let mut out = Vec::new();
+        gyr_core::record::push_record(
+            &mut out,
+            r.header.type_id,
+            r.header.timestamp,
+            r.header.seq,
+            r.header.perturbation,
+            r.payload,
+        );
+        Some(v1::RecordBlock {
+            thread,
+            records: out.into(),
+        })
+    })
 }
 
 /// The fan-out, shared by the runtime's sink and the server.
@@ -203,6 +246,10 @@ impl Sink for FanoutSink {
     fn batch(&mut self, batch: &Batch) -> io::Result<()> {
         let mut st = self.0.lock();
         for schema in batch.schemas() {
+            if schema.name == <crate::msg::MsgRank<'_> as crate::Sensor>::NAME && st.rank.is_none()
+            {
+                st.rank_type = Some(schema.id);
+            }
             st.schemas.push(schema.clone());
             let w = wire_schema(schema);
             for sub in &mut st.subscribers {
@@ -218,6 +265,13 @@ impl Sink for FanoutSink {
             for sub in &mut st.subscribers {
                 sub.pending_threads.push(w.clone());
             }
+        }
+        // Only the batches from its schema to its record are searched.
+        if let Some(id) = st.rank_type
+            && let Some(block) = first_of_type(batch, id)
+        {
+            st.rank = Some((id, block));
+            st.rank_type = None;
         }
         if st.subscribers.is_empty() || batch.is_empty() {
             return Ok(());
@@ -246,7 +300,7 @@ impl Sink for FanoutSink {
         let schemas = &st.schemas;
         st.subscribers.retain_mut(|sub| {
             let wanted = |thread: u64| sub.threads.as_ref().is_none_or(|t| t.contains(&thread));
-            let (blocks, n) = if sub.types.is_none() {
+            let (mut blocks, mut n) = if sub.types.is_none() {
                 let blocks: Vec<_> = whole()
                     .into_iter()
                     .filter(|(b, _)| wanted(b.thread))
@@ -281,6 +335,10 @@ impl Sink for FanoutSink {
                     .collect::<Vec<_>>();
                 (blocks, n)
             };
+            if !sub.pending_blocks.is_empty() {
+                n += sub.pending_blocks.len() as u64;
+                blocks.splice(0..0, std::mem::take(&mut sub.pending_blocks));
+            }
             if n == 0 {
                 return true;
             }
@@ -412,6 +470,46 @@ mod tests {
             next.anchor.is_some(),
             "after a drop the stream is anchored again"
         );
+    }
+
+    #[test]
+    fn a_subscriber_that_comes_after_the_rank_record_gets_it_first() {
+        use crate::Sensor;
+        use gyr_core::Value;
+        let rank = Schema::new(3, "gyr.msg.rank", crate::msg::MsgRank::fields()).unwrap();
+        let fanout = Fanout::default();
+        let mut sink = FanoutSink(fanout.clone());
+        let mut b = Batch {
+            schemas: vec![rank.clone()],
+            ..Batch::default()
+        };
+        let payload = gyr_core::value::encode(
+            &rank,
+            &[Value::Str("job-7".into()), Value::UInt(2), Value::UInt(4)],
+        )
+        .unwrap();
+        gyr_core::record::push_record(&mut b.bytes, 1, 4, 0, 0, &[]);
+        gyr_core::record::push_record(&mut b.bytes, 3, 5, 1, 0, &payload);
+        b.blocks = vec![(9, 0..b.bytes.len())];
+        b.records = 2;
+        sink.batch(&b).unwrap();
+        sink.batch(&batch(6)).unwrap();
+        // Long after: a hub attaches, and another asks for other types only.
+        let mut late = fanout.subscribe(Vec::new(), Vec::new(), true);
+        let mut other = fanout.subscribe(vec!["step".into()], Vec::new(), false);
+        sink.batch(&batch(7)).unwrap();
+        let first = late.try_recv().unwrap().unwrap();
+        let e = &first.events[0];
+        assert_eq!(
+            (e.thread, e.r#type.as_str(), e.timestamp, e.seq),
+            (9, "gyr.msg.rank", 5, 1)
+        );
+        assert_eq!(e.fields[1].value, Some(Value::UInt(2).into()));
+        assert!(other.try_recv().is_none(), "not a type it asked for");
+        // Once only.
+        sink.batch(&batch(8)).unwrap();
+        let next = late.try_recv().unwrap().unwrap();
+        assert!(next.events.iter().all(|e| e.r#type != "gyr.msg.rank"));
     }
 
     #[test]
