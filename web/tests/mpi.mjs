@@ -21,6 +21,11 @@ try {
     return v && v.ranks.length === 4 && v.late_senders.length > 0 && v.late_receivers.length > 0;
   });
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="mpi-rank"]').length === 4);
+  // A rank records gyr's events only: no chart of gyr's bookkeeping unasked, a hint instead.
+  await page.waitForSelector('[data-testid="charts-empty"]:not([hidden])');
+  check(await page.locator('#charts .chart').count() === 0, 'no chart is opened for a rank that has no series of its own');
+  check(await page.locator('#bars .row').count() === 0 && await page.inputValue('#group-pick') === '',
+    `no load balance of gyr's own events is shown unasked: ${await page.textContent('#bars')}`);
   const job = await page.textContent('[data-testid="mpi-job"]');
   check(job.includes('ring-job') && job.includes('4 of 4 ranks'), `the panel names the job: ${job}`);
   check(/late sender/.test(await page.textContent('[data-testid="mpi-latest"]')), 'the latest late messages list a late sender');

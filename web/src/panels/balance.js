@@ -30,18 +30,31 @@ function groupedFields(pid) {
     const [, , g, f] = o.split('/');
     return (GROUP_NAMES.includes(g) ? 0 : 2) + (f === 'seconds' || f === 'ms' ? 0 : 1);
   };
-  return opts.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  opts.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  // gyr's own events (an MPI rank's calls and messages) come after the program's and are never
+  // shown unasked: a balance of MPI return codes by call name was all an MPI rank showed here.
+  const ours = (/** @type {string} */ o) => o.split('/')[1].startsWith('gyr.');
+  const own = opts.filter((o) => !ours(o)), gyrs = opts.filter(ours);
+  return own.length ? [...own, ...gyrs] : gyrs.length ? ['', ...gyrs] : [];
 }
 
 /** @param {ProcessSummary} p */
 function draw(p) {
   const pick = $('group-pick');
-  fillSelect(pick, groupedFields(p.pid), (o) => {
+  const fields = groupedFields(p.pid);
+  fillSelect(pick, fields, (o) => {
+    if (!o) return 'gyr\'s own events…';
     const [, ty, g, f] = o.split('/');
     return `${ty}.${f} by ${g}`;
   });
   const bars = $('bars');
-  if (!pick.value) { rebuild(bars, 'none', () => [el('p', { class: 'muted' }, 'No per-domain or per-worker events yet.')]); return; }
+  if (!pick.value) {
+    const why = fields.length
+      ? 'No per-domain or per-worker events of this program\'s own yet; gyr\'s own are in the list above (an MPI job\'s time per rank is in the MPI panel).'
+      : 'No per-domain or per-worker events yet.';
+    rebuild(bars, `none:${why}`, () => [el('p', { class: 'muted' }, why)]);
+    return;
+  }
   const [pid, ty, g, f] = pick.value.split('/');
   const groups = S.groups[`${pid}/${ty}/${g}`] || {};
   const rows = Object.entries(groups).filter(([, v]) => f in v).sort((a, b) => Number(a[0]) - Number(b[0]));
@@ -56,9 +69,9 @@ function draw(p) {
     el('span', { class: 'label' }, `${g} ${k}`),
     el('div', { class: 'track' }, el('div', { class: `fill${amounts && v[f] > 1.2 * mean ? ' hot' : ''}`, style: `width:${(100 * Math.abs(v[f]) / max).toFixed(1)}%` })),
     el('span', { class: 'val' }, num(v[f])))),
-  el('div', { class: 'stats' }, amounts
-    ? `max ÷ mean ${num(max / (mean || 1), 3)}: red bars are over 1.2 × the mean`
-    : 'bars show each value\'s magnitude (some are below zero: no balance ratio)')]);
+  el('div', { class: 'stats' }, !amounts
+    ? 'bars show each value\'s magnitude (some are below zero: no balance ratio)'
+    : mean > 0 ? `max ÷ mean ${num(max / mean, 3)}: red bars are over 1.2 × the mean` : 'all zero')]);
 }
 
 $('group-pick').onchange = () => redraw('groups');

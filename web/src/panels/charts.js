@@ -67,11 +67,14 @@ function draw(p) {
       for (const d of declared.slice(0, 2)) addChart(d.id, d.log);
     } else {
       const defaults = PREFERRED.map((s) => `${p.pid}/${s}`).filter((id) => ids.includes(id));
-      // Else the program's own series that have data: gyr's bookkeeping (gyr.lost…) comes last.
+      // Else the program's own series that have data. gyr's own events (gyr.lost, an MPI
+      // rank's calls and messages) are never charted unasked: two empty charts of gyr.lost
+      // were all an MPI job's page showed here. The hint below says where to look instead.
       const own = ids.filter((id) => !id.split('/')[1].startsWith('gyr.') && S.series.get(id).x.length);
-      for (const id of (defaults.length ? defaults : own.length ? own : ids).slice(0, 2)) addChart(id);
+      for (const id of (defaults.length ? defaults : own).slice(0, 2)) addChart(id);
     }
   }
+  $('charts-empty').hidden = shown.length > 0;
   for (const c of shown) {
     const s = S.series.get(c.id);
     if (s && S.moved.has(c.id)) c.plot.setData(c.log ? positive(s) : [s.x, s.y]);
