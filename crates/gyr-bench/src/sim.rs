@@ -112,6 +112,17 @@ struct MpiEnd {
     ret: i32,
 }
 
+/// What the interposer records for the `i`-th `MPI_Send`: its begin, `gyr.msg.send`, its end.
+#[inline(always)]
+fn record_send(i: u64) {
+    gyr::emit(&MpiBegin { call: "MPI_Send" });
+    gyr::msg::send_on(0, 1, (i & 0xff) as i32, 0);
+    gyr::emit(&MpiEnd {
+        call: "MPI_Send",
+        ret: 0,
+    });
+}
+
 /// The sensor's own cost of what one `MPI_Send` records (its begin, `gyr.msg.send`, its end),
 /// ns, in this process with a runtime whose sink discards: one loop of `n` calls under a
 /// runtime of its own (see [`sensor_ns`]). [`interposer`] runs one between its rounds and keeps
@@ -120,12 +131,7 @@ fn call_sensor_ns(n: u64) -> anyhow::Result<f64> {
     let rt = discarding_runtime()?;
     let start = Instant::now();
     for i in 0..n {
-        gyr::emit(&MpiBegin { call: "MPI_Send" });
-        gyr::msg::send_on(0, 1, (i & 0xff) as i32, 0);
-        gyr::emit(&MpiEnd {
-            call: "MPI_Send",
-            ret: 0,
-        });
+        record_send(i);
     }
     let per = start.elapsed().as_secs_f64() * 1e9 / n as f64;
     rt.shutdown();
@@ -167,12 +173,7 @@ fn call_sensor_traced_ns(n: u64, runs: usize) -> anyhow::Result<(f64, u64)> {
             .start()?;
         let start = cpu_ns()?;
         for i in 0..n {
-            gyr::emit(&MpiBegin { call: "MPI_Send" });
-            gyr::msg::send_on(0, 1, (i & 0xff) as i32, 0);
-            gyr::emit(&MpiEnd {
-                call: "MPI_Send",
-                ret: 0,
-            });
+            record_send(i);
             if i % BURST == BURST - 1 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }

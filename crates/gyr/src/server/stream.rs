@@ -128,6 +128,18 @@ struct State {
     rank: Option<(u32, v1::RecordBlock)>,
 }
 
+/// Appends a copy of record `r` to the records block `out`.
+fn push_copy(out: &mut Vec<u8>, r: &gyr_core::record::RecordRef<'_>) {
+    gyr_core::record::push_record(
+        out,
+        r.header.type_id,
+        r.header.timestamp,
+        r.header.seq,
+        r.header.perturbation,
+        r.payload,
+    );
+}
+
 /// The first record of type `type_id` in `batch`, as a block of its own.
 fn first_of_type(batch: &Batch, type_id: u32) -> Option<v1::RecordBlock> {
     batch.blocks().find_map(|(thread, records)| {
@@ -135,14 +147,7 @@ fn first_of_type(batch: &Batch, type_id: u32) -> Option<v1::RecordBlock> {
             .flatten()
             .find(|r| r.header.type_id == type_id)?;
         let mut out = Vec::new();
-        gyr_core::record::push_record(
-            &mut out,
-            r.header.type_id,
-            r.header.timestamp,
-            r.header.seq,
-            r.header.perturbation,
-            r.payload,
-        );
+        push_copy(&mut out, &r);
         Some(v1::RecordBlock {
             thread,
             records: out.into(),
@@ -316,14 +321,7 @@ impl Sink for FanoutSink {
                         let mut out = Vec::new();
                         for r in Records::new(thread, records).flatten() {
                             if sub.type_ids.contains(&r.header.type_id) {
-                                gyr_core::record::push_record(
-                                    &mut out,
-                                    r.header.type_id,
-                                    r.header.timestamp,
-                                    r.header.seq,
-                                    r.header.perturbation,
-                                    r.payload,
-                                );
+                                push_copy(&mut out, &r);
                                 n += 1;
                             }
                         }
