@@ -694,12 +694,12 @@ impl Mpi {
 
     /// The per-rank timelines of the job program `pid` is a rank of: rows `rows` (ranks in rank
     /// order), `[t0_s, t1_s)` seconds from the job's origin (`t1_s` `None`: up to its latest
-    /// event), `width` pixels wide, at most `max_arrows` messages.
+    /// event; `t0_s` given `t1_s`), `width` pixels wide, at most `max_arrows` messages.
     pub(crate) fn tile_of(
         &self,
         pid: u32,
         rows: std::ops::Range<usize>,
-        t0_s: f64,
+        t0_s: impl FnOnce(f64) -> f64,
         t1_s: Option<f64>,
         width: usize,
         max_arrows: usize,
@@ -727,6 +727,7 @@ impl Mpi {
             })
             .collect();
         let t1_s = t1_s.unwrap_or(j.last.saturating_sub(origin) as f64 / 1e9);
+        let t0_s = t0_s(t1_s);
         let span = JobSpan {
             job,
             size: j.size,
@@ -1155,7 +1156,7 @@ mod tests {
         begin(&mut m, 1, 35 * MS, "mpi_finalize_");
         end(&mut m, 1, 40 * MS, "mpi_finalize_");
         end(&mut m, 0, 100 * MS, "MPI_Finalize");
-        let t = m.tile_of(101, 0..10, 0.0, None, 100, 10).unwrap();
+        let t = m.tile_of(101, 0..10, |_| 0.0, None, 100, 10).unwrap();
         let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["rank 0", "rank 1", "rank 2"]);
         assert!((t.now_s - 0.1).abs() < 1e-9);
@@ -1173,11 +1174,16 @@ mod tests {
         let a = &t.arrows[0];
         assert_eq!((a.sender, a.receiver), (0, 1));
         assert!((a.send_s - 0.025).abs() < 1e-9 && (a.recv_s - 0.026).abs() < 1e-9);
+        // Following the live end: the start is given the end, the latest event.
+        let t = m
+            .tile_of(101, 0..10, |t1| t1 - 0.04, None, 100, 10)
+            .unwrap();
+        assert!((t.t0_s - 0.06).abs() < 1e-9 && (t.t1_s - 0.1).abs() < 1e-9);
         // Rank 2's process goes away in its barrier: its row ends at its last event, and the
         // others' do not; a program that is no rank changes nothing.
         m.gone(102);
         m.gone(7);
-        let t = m.tile_of(101, 0..10, 0.0, Some(0.1), 100, 10).unwrap();
+        let t = m.tile_of(101, 0..10, |_| 0.0, Some(0.1), 100, 10).unwrap();
         assert_eq!(t.rows[2].label, "rank 2 (gone, no Finalize)");
         let runs_to = |row: usize| t.rows[row].runs.last().map(|r| r.1);
         assert_eq!(runs_to(2), Some(50));
@@ -1185,12 +1191,12 @@ mod tests {
         assert_eq!(t.rows[1].label, "rank 1");
         // Rows past the job are none; a program that is no rank has no tile.
         assert!(
-            m.tile_of(100, 5..9, 0.0, None, 100, 10)
+            m.tile_of(100, 5..9, |_| 0.0, None, 100, 10)
                 .unwrap()
                 .rows
                 .is_empty()
         );
-        assert!(m.tile_of(7, 0..1, 0.0, None, 100, 10).is_none());
+        assert!(m.tile_of(7, 0..1, |_| 0.0, None, 100, 10).is_none());
         // A rank run again by another program starts its row afresh.
         m.take(
             200,
@@ -1203,7 +1209,7 @@ mod tests {
                 size: 3,
             },
         );
-        let t = m.tile_of(200, 1..2, 0.0, Some(0.03), 30, 10).unwrap();
+        let t = m.tile_of(200, 1..2, |_| 0.0, Some(0.03), 30, 10).unwrap();
         assert!(
             t.rows[0].runs.iter().all(|r| r.2 != 2),
             "{:?}",

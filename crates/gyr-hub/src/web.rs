@@ -293,10 +293,23 @@ struct TimelineQuery {
     #[serde(default)]
     t0: f64,
     t1: Option<f64>,
+    /// Instead of `t0` and `t1`: the last `span` seconds up to the latest event, so a view that
+    /// follows the live end keeps its width whatever the time between two tiles.
+    span: Option<f64>,
     #[serde(default = "default_width")]
     w: usize,
     #[serde(default = "default_arrows")]
     arrows: usize,
+}
+
+impl TimelineQuery {
+    /// The viewport's start, in seconds, given its end `t1`: `t0`, or `span` before `t1`.
+    fn start(&self, t1: f64) -> f64 {
+        match self.span {
+            Some(span) if self.t1.is_none() => (t1 - span.max(0.0)).max(0.0),
+            _ => self.t0.max(0.0),
+        }
+    }
 }
 
 fn default_rows() -> usize {
@@ -321,8 +334,8 @@ async fn timeline(State(shared): State<Arc<Shared>>, Query(q): Query<TimelineQue
     let tile = shared.programs.with(q.pid, |p| {
         p.lifetimes.release_stalled(Instant::now());
         let t1 = q.t1.unwrap_or_else(|| p.lifetimes.now_s());
-        p.lifetimes
-            .tile(q.pid, r0..r1, q.t0.max(0.0), t1.max(q.t0), w, arrows)
+        let t0 = q.start(t1);
+        p.lifetimes.tile(q.pid, r0..r1, t0, t1.max(t0), w, arrows)
     });
     match tile {
         Some(tile) => (
@@ -387,7 +400,7 @@ async fn mpi_timeline(
         .mpi
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .tile_of(q.pid, r0..r1, q.t0.max(0.0), q.t1, w, arrows);
+        .tile_of(q.pid, r0..r1, |t1| q.start(t1), q.t1, w, arrows);
     match tile {
         Some(tile) => (
             [(header::CONTENT_TYPE, "application/json")],

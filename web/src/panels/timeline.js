@@ -48,7 +48,7 @@ const LABEL_W = 150;
  * is a rank.
  */
 const V = {
-  pid: -1, mode: 'threads', prefer: 'threads', key: '', job: '', jobNow: 0,
+  pid: -1, mode: 'threads', prefer: 'threads', key: '', job: '',
   t0: 0, t1: 1, row0: 0, follow: true, span: /** @type {number | null} */ (null), busy: false, again: false,
 };
 /** @type {TimelineTile | RankTile | null} */
@@ -85,7 +85,7 @@ function draw(p) {
   // Another rank of the job shown keeps the viewport: the rows are the same.
   const key = mode === 'ranks' ? `job ${job.job}` : `pid ${p.pid}`;
   V.pid = p.pid;
-  if (job) Object.assign(V, { job: job.job, jobNow: job.now_s });
+  if (job) V.job = job.job;
   if (V.key !== key) {
     // A program's threads first show the whole run; a job's ranks its last second, where the
     // messages can still be told apart.
@@ -128,11 +128,10 @@ async function fetchTile() {
     const width = Math.max(50, Math.round((across - LABEL_W) * (devicePixelRatio || 1)));
     const rows = Math.max(V.mode === 'ranks' ? 20 : 24, Math.floor(canvas.clientHeight / rowH()));
     let q = `pid=${V.pid}&r0=${V.row0}&r1=${V.row0 + rows}&w=${width}&arrows=400`;
-    // Following, the view keeps its span up to the live end (the hub's latest time, or for a
-    // first tile of ranks the MPI panel's).
-    const now = tile ? tile.now_s : V.mode === 'ranks' ? V.jobNow : 0;
-    const t0 = V.span === null ? 0 : Math.max(0, now - Math.max(V.span, 0.001));
-    q += V.follow ? `&t0=${t0}` : `&t0=${V.t0}&t1=${V.t1}`;
+    // Following, the view keeps its span up to the live end, the hub's latest time when it
+    // answers (or everything, when the span is the whole run).
+    const follow = V.span === null ? '&t0=0' : `&span=${Math.max(V.span, 0.001)}`;
+    q += V.follow ? follow : `&t0=${V.t0}&t1=${V.t1}`;
     const api = V.mode === 'ranks' ? '/api/mpi/timeline' : '/api/timeline';
     const asked = performance.now();
     const r = await fetch(`${api}?${q}${tokenQuery()}`);
@@ -409,8 +408,11 @@ function details(/** @type {MouseEvent} */ e) {
     $('tl-info').textContent = `${row.label}: nothing recorded here`;
     return;
   }
-  const t = (p) => V.t0 + (p / tile.width) * (V.t1 - V.t0);
-  const slack = (V.t1 - V.t0) / tile.width * 2;
+  // The tile's own span, not the viewport's: the view may have moved since the tile was asked
+  // for, and the run under the pointer is the tile's.
+  const [t0, t1] = [tile.t0_s, tile.t1_s];
+  const t = (p) => t0 + (p / tile.width) * (t1 - t0);
+  const slack = (t1 - t0) / tile.width * 2;
   if (isRanks(tile)) {
     $('tl-info').textContent = rankDetails(tile, row, run, t, slack);
     return;
