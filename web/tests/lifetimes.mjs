@@ -44,7 +44,10 @@ try {
   await page.evaluate(() => { window.__back = 0; });
   const found = await page.waitForFunction(() => {
     const t = window.TL.tile();
-    if (t && t.t1_s - t.t0_s < 0.05) {
+    // Only the tile of the window asked for last, with no other on its way: the click lands
+    // on what was searched.
+    const V = window.TL.V;
+    if (t && t.t1_s - t.t0_s < 0.05 && t.t0_s === V.t0 && t.t1_s === V.t1 && !V.busy) {
       const c = document.querySelector('[data-testid="tl-canvas"]').getBoundingClientRect();
       for (let i = 0; i < t.rows.length; i++) {
         for (const [x0, x1, s, obj] of t.rows[i].runs) {
