@@ -167,9 +167,14 @@ function account(...ms) {
   if (perf.frames.length > 20000) for (const l of lists) l.splice(0, 10000);
 }
 
-/** x of a time on the canvas, in CSS pixels. */
-function xOf(t, canvas) {
-  return LABEL_W + ((t - V.t0) / Math.max(1e-12, V.t1 - V.t0)) * (canvas.clientWidth - LABEL_W);
+/**
+ * x of a time on the canvas, in CSS pixels, in the tile drawn: its span, not the viewport's,
+ * which a wheel or a drag may have moved since the tile was asked for.
+ * @param {number} t @param {HTMLElement} canvas @param {TimelineTile | RankTile} drawn
+ */
+function xOf(t, canvas, drawn) {
+  const [t0, t1] = [drawn.t0_s, drawn.t1_s];
+  return LABEL_W + ((t - t0) / Math.max(1e-12, t1 - t0)) * (canvas.clientWidth - LABEL_W);
 }
 
 /**
@@ -249,9 +254,9 @@ function paint() {
   g.fillStyle = '#999';
   g.fill(other);
   // The part of the run the hub forgot to stay bounded, shaded.
-  if (tile.start_s > V.t0 && isRanks(tile) && tile.segments_forgotten) {
+  if (tile.start_s > tile.t0_s && isRanks(tile) && tile.segments_forgotten) {
     g.fillStyle = 'rgba(29,36,48,0.08)';
-    g.fillRect(LABEL_W, 0, Math.min(w, xOf(tile.start_s, canvas)) - LABEL_W, tile.rows.length * h0);
+    g.fillRect(LABEL_W, 0, Math.min(w, xOf(tile.start_s, canvas, tile)) - LABEL_W, tile.rows.length * h0);
   }
   // Arrows from before the window start at its left edge, not over the labels.
   g.save();
@@ -263,8 +268,8 @@ function paint() {
     const y0 = rowY.get(from);
     const y1 = rowY.get(to);
     if (y0 === undefined || y1 === undefined) continue;
-    const x0 = xOf(fromS, canvas);
-    const x1 = xOf(toS, canvas);
+    const x0 = xOf(fromS, canvas, tile);
+    const x1 = xOf(toS, canvas, tile);
     g.strokeStyle = colour;
     g.beginPath();
     g.moveTo(x0, y0);
@@ -288,8 +293,9 @@ function paint() {
   }
   g.restore();
   g.fillStyle = '#6b7585';
-  const what = ranks ? 'ranks' : 'rows';
-  g.fillText(`${fmt(V.t0)} – ${fmt(V.t1)} · ${what} ${tile.first_row + 1}–${tile.first_row + tile.rows.length} of ${tile.total_rows}`
+  // Rows counted from 1: for ranks, which are counted from 0, the count says rows.
+  const rows = `rows ${tile.first_row + 1}–${tile.first_row + tile.rows.length} of ${tile.total_rows}`;
+  g.fillText(`${fmt(tile.t0_s)} – ${fmt(tile.t1_s)} · ${rows}${ranks ? ' ranks' : ''}`
     + (tile.arrows_omitted ? ` · ${tile.arrows_omitted} ${ranks ? 'messages' : 'arrows'}: zoom in` : '')
     + status(tile), LABEL_W + 4, h - 8);
   $('tl-follow').disabled = V.follow;
