@@ -635,8 +635,12 @@ impl Sim {
                 let done = self.receive_cpu(src, dst, at, bytes);
                 self.at(done, Ev::Done { lp: dst, req });
             }
+            // MPI libraries move a rendezvous on only inside MPI calls (Open MPI has no
+            // progress thread): a receiver computing when the request to send comes answers
+            // it when its computing ends, at its next call, so a nonblocking receive's
+            // data does not flow behind the computing it was meant to overlap.
             Kind::RequestToSend(send_req) => self.at(
-                at + control,
+                self.progressed(dst, at) + control,
                 Ev::ClearToSend {
                     src,
                     send_req,
@@ -645,6 +649,17 @@ impl Sim {
                     bytes,
                 },
             ),
+        }
+    }
+
+    /// When `lp` next makes progress on its messages, from `at`: at once when it is in an MPI
+    /// call (blocked in a wait, or between operations), else when its computing ends.
+    fn progressed(&self, lp: usize, at: u64) -> u64 {
+        let l = &self.lps[lp];
+        if l.waiting.is_some() {
+            at
+        } else {
+            at.max(l.clock)
         }
     }
 
@@ -923,6 +938,32 @@ mod tests {
         );
         assert_eq!(p.ranks[0].names, vec!["MPI_Send".to_owned()]);
         assert_eq!(p.ranks[0].calls_ns, 6200);
+    }
+
+    #[test]
+    fn a_rendezvous_waits_for_its_receiver_to_stop_computing() {
+        // Rank 1 posts its receive at 0, then computes until 5000: the request to send that
+        // arrives at 1100 is answered only then, at its wait, as by a late receiver (above):
+        // the clear to send reaches rank 0 at 6100, its send completes at 6200, the receive
+        // at 9300. Answered at once, the data would have flowed during the computing (the
+        // receive done at 5400) though no MPI call ran to move it.
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 2001);
+        let mut b = RankProgram::new(1);
+        let r = b.irecv(0, CH);
+        b.compute(5000);
+        b.wait(&[r]);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!(p.ranks[0].end_ns, 6200);
+        assert_eq!(p.ranks[1].end_ns, 9300);
+        // Waiting already, the receiver answers at once: 1100 + 1100 = 2200, done at 5400.
+        let mut a = RankProgram::new(0);
+        a.send(1, CH, 2001);
+        let mut b = RankProgram::new(1);
+        let r = b.irecv(0, CH);
+        b.wait(&[r]);
+        let p = simulate(vec![a, b], &net()).unwrap();
+        assert_eq!((p.ranks[0].end_ns, p.ranks[1].end_ns), (2300, 5400));
     }
 
     #[test]
